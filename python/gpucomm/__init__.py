@@ -1,0 +1,32 @@
+"""gpucomm: GPU-centric communication.
+
+The host API comes from the compiled extension ``gpucomm._core``; the command-line front
+(``gpucomm``) and the launcher are pure Python and work without it.
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+
+def _load_core():
+    """Imports the compiled extension with a clear message when it is missing."""
+    import importlib
+    try:
+        core = importlib.import_module("gpucomm._core")
+    except ImportError as exc:  # pragma: no cover - depends on the build
+        raise ImportError(
+            "gpucomm's compiled extension (gpucomm._core) is not available: build with "
+            "`pip install .` or `cmake --preset ci && cmake --build --preset ci` and put "
+            "build/<preset>/python on PYTHONPATH") from exc
+    return core
+
+
+def __getattr__(name: str):
+    # Lazy access to the extension's API: gpucomm.Runtime, gpucomm.topology(), ...
+    if name.startswith("__") or name == "_core":
+        raise AttributeError(name)
+    core = _load_core()
+    try:
+        return getattr(core, name)
+    except AttributeError:
+        raise AttributeError(f"module 'gpucomm' has no attribute '{name}'") from None

@@ -1,0 +1,3 @@
+from gpucomm.cli import main
+
+raise SystemExit(main())

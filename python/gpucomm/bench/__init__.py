@@ -1,0 +1,1 @@
+"""Benchmark targets of ``gpucomm bench``: one module each, defining ``register(subparsers)``."""

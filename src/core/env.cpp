@@ -1,0 +1,129 @@
+#include "gpucomm/core/env.hpp"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "gpucomm/core/error.hpp"
+#include "gpucomm/core/log.hpp"
+
+extern char** environ;
+
+namespace gpucomm::env {
+namespace {
+// The one table of GPUCOMM_* variables. docs/ENV.md must list exactly these (a test checks).
+constexpr Variable kVariables[] = {
+    {"GPUCOMM_LOG_LEVEL", "warn", "Log level: error, warn, info, debug or trace. Messages carry a rank prefix."},
+    {"GPUCOMM_TIMEOUT", "120", "Limit in seconds for every blocking wait, on host and device (0 disables). A wait that runs past it fails with a record of who waited for what."},
+    {"GPUCOMM_DEVICE", "auto", "PE kind: `auto` (a GPU PE when a GPU exists, else a host-memory PE), `gpu` (fail without a GPU) or `host` (host-memory PE even when GPUs exist)."},
+    {"GPUCOMM_DEVICE_ID", "", "GPU index this PE drives; default local rank modulo the number of visible GPUs. Set by `gpucomm run`."},
+    {"GPUCOMM_RANK", "", "This PE's rank in the job. Set by `gpucomm run`."},
+    {"GPUCOMM_SIZE", "", "Number of PEs in the job. Set by `gpucomm run`."},
+    {"GPUCOMM_LOCAL_RANK", "", "This PE's rank among the PEs of its node. Set by `gpucomm run`."},
+    {"GPUCOMM_LOCAL_SIZE", "", "Number of PEs on this node. Set by `gpucomm run`."},
+    {"GPUCOMM_UNIQUE_ID", "", "Bootstrap unique id (`gpucomm1:HOST:PORT:TOKEN`): where rank 0 serves the store and the token that authenticates peers. Set by `gpucomm run`."},
+    {"GPUCOMM_BOOTSTRAP", "auto", "Bootstrap method: `auto`, `tcp` or `mpi` (only when built with MPI)."},
+    {"GPUCOMM_BOOTSTRAP_ADDR", "", "HOST:PORT where rank 0 serves the bootstrap store when the job was started by mpirun, srun or torchrun without a unique id."},
+    {"GPUCOMM_BOOTSTRAP_IFNAME", "", "Network interface whose address the bootstrap store binds (default: loopback for single-node jobs, the host's address otherwise)."},
+    {"GPUCOMM_BOOTSTRAP_TIMEOUT", "30", "Seconds to keep retrying a bootstrap connection or rendezvous before giving up with the address in the message."},
+    {"GPUCOMM_BOOTSTRAP_DIR", "/tmp", "Folder for the file rendezvous used by single-node jobs started by mpirun or srun without an address."},
+    {"GPUCOMM_BOOTSTRAP_TOKEN", "", "Shared secret for jobs that bootstrap from GPUCOMM_BOOTSTRAP_ADDR or MASTER_ADDR (default: derived from the job's identity)."},
+    {"GPUCOMM_BOOTSTRAP_LISTEN_FD", "", "Internal: a listening socket inherited from `gpucomm run` that rank 0 serves the store on."},
+    {"GPUCOMM_JOB_ID", "", "Job identity for the file rendezvous (default: from the launcher's own variables)."},
+    {"GPUCOMM_HOSTNAME", "", "Overrides this process's node name, so one host can act as several nodes in tests."},
+    {"GPUCOMM_BIN_DIR", "", "Folder where the `gpucomm` command looks for its tool programs (default: the package's _bin folder)."},
+    {"GPUCOMM_TEST_SEED", "", "Tests only: replays a randomized test with this seed (each run draws a fresh one and prints it on failure)."},
+    {"GPUCOMM_HEAP_SIZE", "128M", "Bytes of symmetric heap per PE (K, M, G suffixes)."},
+};
+
+std::once_flag g_warn_once;
+
+[[noreturn]] void bad_value(const char* name, const std::string& text, const char* what) {
+  raise(Errc::invalid_argument, "environment", std::string(name) + "='" + text + "' is not " + what);
+}
+}  // namespace
+
+std::span<const Variable> known_variables() noexcept { return kVariables; }
+
+std::optional<std::string> get(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v) return std::nullopt;
+  return std::string(v);
+}
+
+std::string get_string(const char* name, const std::string& fallback) {
+  auto v = get(name);
+  return v && !v->empty() ? *v : fallback;
+}
+
+int64_t get_int(const char* name, int64_t fallback) {
+  auto v = get(name);
+  if (!v || v->empty()) return fallback;
+  errno = 0;
+  char* end = nullptr;
+  long long x = std::strtoll(v->c_str(), &end, 0);
+  if (errno != 0 || end == v->c_str()) bad_value(name, *v, "an integer");
+  int64_t mult = 1;
+  if (*end) {
+    switch (*end) {
+      case 'k': case 'K': mult = 1LL << 10; break;
+      case 'm': case 'M': mult = 1LL << 20; break;
+      case 'g': case 'G': mult = 1LL << 30; break;
+      case 't': case 'T': mult = 1LL << 40; break;
+      default: bad_value(name, *v, "an integer with an optional K, M, G or T suffix");
+    }
+    ++end;
+    if (*end == 'i' || *end == 'B') ++end;
+    if (*end == 'B') ++end;
+    if (*end) bad_value(name, *v, "an integer with an optional K, M, G or T suffix");
+  }
+  return static_cast<int64_t>(x) * mult;
+}
+
+double get_double(const char* name, double fallback) {
+  auto v = get(name);
+  if (!v || v->empty()) return fallback;
+  char* end = nullptr;
+  double x = std::strtod(v->c_str(), &end);
+  if (end == v->c_str() || *end) bad_value(name, *v, "a number");
+  return x;
+}
+
+bool get_bool(const char* name, bool fallback) {
+  auto v = get(name);
+  if (!v || v->empty()) return fallback;
+  const std::string& s = *v;
+  if (s == "1" || s == "true" || s == "yes" || s == "on") return true;
+  if (s == "0" || s == "false" || s == "no" || s == "off") return false;
+  bad_value(name, s, "a boolean (1/0, true/false, yes/no, on/off)");
+}
+
+std::vector<std::string> unknown_variables() {
+  std::vector<std::string> out;
+  for (char** e = environ; e && *e; ++e) {
+    if (std::strncmp(*e, "GPUCOMM_", 8) != 0) continue;
+    const char* eq = std::strchr(*e, '=');
+    std::string name(*e, eq ? static_cast<size_t>(eq - *e) : std::strlen(*e));
+    bool known = false;
+    for (const auto& v : kVariables)
+      if (name == v.name) { known = true; break; }
+    if (!known) out.push_back(name);
+  }
+  return out;
+}
+
+void warn_unknown_once() {
+  std::call_once(g_warn_once, [] {
+    for (const auto& n : unknown_variables())
+      GPUCOMM_LOG(warn, "unknown environment variable " << n << " (see docs/ENV.md for the known ones)");
+  });
+}
+
+int64_t wait_timeout_ms() {
+  double s = get_double("GPUCOMM_TIMEOUT", 120.0);
+  if (s < 0) bad_value("GPUCOMM_TIMEOUT", std::to_string(s), "a non-negative number of seconds");
+  return static_cast<int64_t>(s * 1000.0);
+}
+
+}  // namespace gpucomm::env
