@@ -1,0 +1,61 @@
+#pragma once
+// One PE's connection to the bootstrap store. A reader thread receives replies and the
+// store's abort notices; requests wait for their reply with a deadline. Once the job has
+// failed (a peer died, the store vanished), every request and every caller of failed() learns
+// why.
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gpucomm/bootstrap/unique_id.hpp"
+#include "socket.hpp"
+#include "wire.hpp"
+
+namespace gpucomm::bootstrap {
+
+class StoreClient {
+ public:
+  StoreClient(const UniqueId& id, int rank, int world_size, std::chrono::milliseconds connect_timeout);
+  ~StoreClient();
+  StoreClient(const StoreClient&) = delete;
+  StoreClient& operator=(const StoreClient&) = delete;
+
+  void set(const std::string& key, const std::string& value);
+  std::string get(const std::string& key, int64_t timeout_ms);
+  // Contributes `data` as member `index` of `count` to gather `group`; returns all parts.
+  std::vector<std::string> gather(const std::string& group, int count, int index, const std::string& data,
+                                  int64_t timeout_ms, const std::string& what);
+  // Orderly goodbye: the store will not treat the coming disconnect as a failure.
+  void say_bye(int64_t timeout_ms);
+
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
+  std::string failure() const;
+  std::string endpoint() const { return endpoint_; }
+
+ private:
+  wire::Frame request(wire::Op op, uint32_t aux, const std::string& key, const std::string& payload,
+                      int64_t timeout_ms, const std::string& what);
+  void reader();
+  void set_failure(const std::string& why);
+
+  std::string endpoint_;
+  int rank_;
+  Fd fd_;
+  std::mutex send_mu_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<uint64_t, wire::Frame> replies_;
+  uint64_t next_seq_ = 1;
+  std::atomic<bool> failed_{false};
+  std::atomic<bool> closing_{false};
+  std::string failure_;
+  std::thread reader_;
+};
+
+}  // namespace gpucomm::bootstrap
