@@ -108,7 +108,7 @@ std::string Bootstrap::failure() const { return impl_->client->failure(); }
 void Bootstrap::finalize() {
   if (finalized_) return;
   finalized_ = true;
-  if (!failed()) barrier();
+  if (!failed() && !impl_->client->timed_out()) barrier();
   impl_->client->say_bye(10000);
   if (impl_->server) impl_->server->shutdown(env::wait_timeout_ms() > 0 ? env::wait_timeout_ms() : 60000);
   impl_->client.reset();

@@ -90,6 +90,7 @@ wire::Frame StoreClient::request(Op op, uint32_t aux, const std::string& key, co
   if (timeout_ms > 0) {
     if (!cv_.wait_for(lk, std::chrono::milliseconds(timeout_ms), ready)) {
       lk.unlock();
+      timed_out_.store(true);
       std::string detail = "timed out after " + std::to_string(timeout_ms / 1000.0).substr(0, 6) + " s";
       if (op == Op::gather) {
         try {

@@ -35,6 +35,9 @@ class StoreClient {
   void say_bye(int64_t timeout_ms);
 
   bool failed() const { return failed_.load(std::memory_order_acquire); }
+  // True once a request of this PE timed out: the job's collectives are out of step, so
+  // finalize skips its barrier.
+  bool timed_out() const { return timed_out_.load(); }
   std::string failure() const;
   std::string endpoint() const { return endpoint_; }
 
@@ -54,6 +57,7 @@ class StoreClient {
   uint64_t next_seq_ = 1;
   std::atomic<bool> failed_{false};
   std::atomic<bool> closing_{false};
+  std::atomic<bool> timed_out_{false};
   std::string failure_;
   std::thread reader_;
 };

@@ -37,9 +37,10 @@ StoreServer::~StoreServer() {
 
 void StoreServer::shutdown(int64_t timeout_ms) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  // The loop thread exits by itself once every rank said goodbye; wait for that.
+  // The loop exits by itself once every rank said goodbye; ranks that never connected (a
+  // failed start) are not waited for.
   while (std::chrono::steady_clock::now() < deadline) {
-    if (stop_.load()) break;
+    if (stop_.load() || pending_.load() == 0) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   stop_.store(true);
@@ -83,6 +84,10 @@ void StoreServer::loop() {
       if (!conns_.count(ids[i])) continue;
       read_conn(ids[i]);
     }
+    int pending = 0;
+    for (int r = 0; r < world_size_; ++r)
+      pending += rank_seen_[static_cast<size_t>(r)] && !rank_bye_[static_cast<size_t>(r)];
+    pending_.store(pending);
     if (all_done()) {
       stop_.store(true);
       break;

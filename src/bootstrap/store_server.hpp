@@ -63,6 +63,7 @@ class StoreServer {
   std::array<uint8_t, 16> token_;
   Fd wake_rd_, wake_wr_;
   std::atomic<bool> stop_{false};
+  std::atomic<int> pending_{0};  // ranks that connected and have not said goodbye nor gone
   std::thread thread_;
 
   int next_id_ = 0;

@@ -1,0 +1,139 @@
+#pragma once
+// gpucomm's runtime: one object per process (PE). Construction bootstraps the job (collective
+// over all PEs), picks the PE kind (a GPU PE drives one GPU; a host-memory PE uses no GPU),
+// and creates the symmetric heap; destruction finalizes (collective). Host-side one-sided
+// operations work on symmetric addresses returned by malloc/calloc.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "gpucomm/bootstrap/bootstrap.hpp"
+#include "gpucomm/heap/symmetric_heap.hpp"
+#include "gpucomm/runtime/team.hpp"
+
+namespace gpucomm {
+
+enum class PeKind { host, gpu };
+enum class Cmp { eq, ne, gt, ge, lt, le };
+enum class SignalOp { set, add };
+
+const char* cmp_name(Cmp c);
+
+struct RuntimeOptions {
+  // Join an explicit job (like a communicator init) instead of reading the environment.
+  std::string unique_id;  // text form; requires rank and size
+  int rank = -1;
+  int size = -1;
+  std::string device = "";  // "", "auto", "gpu" or "host"; "" reads GPUCOMM_DEVICE
+  size_t heap_bytes = 0;    // 0 reads GPUCOMM_HEAP_SIZE
+};
+
+class Runtime {
+ public:
+  Runtime();
+  explicit Runtime(const RuntimeOptions& opts);
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  // ---- identity ----
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int local_rank() const { return local_rank_; }
+  int local_size() const { return local_size_; }
+  int node_id() const { return node_of_[static_cast<size_t>(rank_)]; }
+  int num_nodes() const { return num_nodes_; }
+  int node_of(int pe) const;
+  PeKind pe_kind() const { return kind_; }
+  int device_id() const { return device_id_; }  // -1 for host-memory PEs
+  const std::string& launcher() const { return launcher_; }
+  std::string describe() const;
+
+  // ---- teams ----
+  const Team& world() const { return world_; }
+  const Team& node() const { return node_; }
+  // Collective over `parent`: PEs with the same color form a team, ordered by key then rank.
+  // A negative color returns an invalid Team (not a member).
+  Team split(const Team& parent, int color, int key);
+
+  bootstrap::Bootstrap& bootstrap() { return *bootstrap_; }
+  heap::SymmetricHeap& heap();
+  // True once the job failed (another PE died or the store vanished); failure() says why.
+  bool failed() const;
+  std::string failure() const;
+
+  // ---- symmetric memory (collective over the world: same arguments on every PE) ----
+  void* malloc(size_t bytes);
+  void* calloc(size_t count, size_t size);
+  void* aligned_alloc(size_t alignment, size_t bytes);
+  void free(void* ptr);
+  template <class T>
+  T* alloc(size_t count) { return static_cast<T*>(aligned_alloc(alignof(T) > 256 ? alignof(T) : 256, count * sizeof(T))); }
+  // Direct address of `pe`'s copy of symmetric object `ptr`, usable for loads and stores from
+  // this process, or nullptr when `pe` is not directly reachable.
+  void* ptr(const void* sym, int pe) const;
+
+  // ---- one-sided operations (host side) ----
+  void put(void* dst, const void* src, size_t bytes, int pe);
+  void get(void* dst, const void* src, size_t bytes, int pe);
+  template <class T> void p(T* dst, T value, int pe) { put(dst, &value, sizeof(T), pe); }
+  template <class T> T g(const T* src, int pe) { T v; get(&v, src, sizeof(T), pe); return v; }
+  // Data first, then the signal: whoever sees the signal sees the data.
+  void put_signal(void* dst, const void* src, size_t bytes, uint64_t* sig, uint64_t value, SignalOp op, int pe);
+  void signal(uint64_t* sig, uint64_t value, SignalOp op, int pe);
+  uint64_t signal_fetch(const uint64_t* sig);
+  // Waits until the local symmetric word satisfies `cmp value`; returns the value seen.
+  // Raises Errc::timeout (after GPUCOMM_TIMEOUT) or Errc::peer_failure with who waited for what.
+  template <class T> T wait_until(T* ivar, Cmp cmp, T value);
+  template <class T> bool test(T* ivar, Cmp cmp, T value);
+
+  // Atomics on `pe`'s copy of a symmetric word (T: int32_t, uint32_t, int64_t, uint64_t).
+  template <class T> T atomic_fetch(const T* dst, int pe);
+  template <class T> void atomic_set(T* dst, T value, int pe);
+  template <class T> T atomic_fetch_add(T* dst, T value, int pe);
+  template <class T> void atomic_add(T* dst, T value, int pe) { atomic_fetch_add(dst, value, pe); }
+  template <class T> T atomic_fetch_inc(T* dst, int pe) { return atomic_fetch_add(dst, T(1), pe); }
+  template <class T> void atomic_inc(T* dst, int pe) { atomic_fetch_add(dst, T(1), pe); }
+  template <class T> T atomic_swap(T* dst, T value, int pe);
+  template <class T> T atomic_compare_swap(T* dst, T expected, T desired, int pe);  // returns the old value
+  template <class T> T atomic_fetch_and(T* dst, T value, int pe);
+  template <class T> T atomic_fetch_or(T* dst, T value, int pe);
+  template <class T> T atomic_fetch_xor(T* dst, T value, int pe);
+
+  // Orders this PE's earlier puts and signals to each PE before later ones.
+  void fence();
+  // Completes every earlier operation of this PE.
+  void quiet();
+  // Collective over the team: quiet, then no PE leaves before all arrived.
+  void barrier(const Team& team);
+  void barrier_all() { barrier(world_); }
+
+ private:
+  void init(const RuntimeOptions& opts);
+  void finalize();
+  char* remote(const void* sym, size_t bytes, int pe, const char* op) const;
+  void check_pe(int pe, const char* op) const;
+  Team make_team(int slot, std::vector<int> members);
+  void host_barrier(Team::State& t);
+
+  std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
+  std::unique_ptr<heap::SymmetricHeap> heap_;
+  struct AllocatorState;
+  std::unique_ptr<AllocatorState> alloc_;
+  int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1, num_nodes_ = 1;
+  std::vector<int> node_of_;
+  PeKind kind_ = PeKind::host;
+  int device_id_ = -1;
+  std::string launcher_;
+  std::string job_tag_;
+  Team world_, node_;
+  // Bitmap of synchronization slots held by live teams (0: world, 1: node); teams free theirs.
+  std::shared_ptr<std::atomic<uint64_t>> team_slots_;
+  int64_t timeout_ms_ = 0;
+  bool finalized_ = false;
+};
+
+}  // namespace gpucomm

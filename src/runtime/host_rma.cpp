@@ -1,0 +1,207 @@
+// Host-side one-sided operations on host-memory PEs: plain copies and std::atomic_ref on the
+// peers' mapped regions. Ordering: data is written with ordinary stores, signals with release
+// operations, waits load with acquire, so a PE that sees a signal sees the data put before it.
+#include <atomic>
+#include <cstring>
+
+#include "../heap/host_heap.hpp"
+#include "gpucomm/core/error.hpp"
+#include "gpucomm/runtime/runtime.hpp"
+#include "host_wait.hpp"
+
+namespace gpucomm {
+
+namespace {
+std::string hex(uint64_t v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+template <class T>
+bool compare(T seen, Cmp cmp, T value) {
+  switch (cmp) {
+    case Cmp::eq: return seen == value;
+    case Cmp::ne: return seen != value;
+    case Cmp::gt: return seen > value;
+    case Cmp::ge: return seen >= value;
+    case Cmp::lt: return seen < value;
+    case Cmp::le: return seen <= value;
+  }
+  return false;
+}
+}  // namespace
+
+char* Runtime::remote(const void* sym, size_t bytes, int pe, const char* op) const {
+  check_pe(pe, op);
+  if (!heap_)
+    raise(Errc::unsupported, op, "host-side one-sided operations on GPU PEs come with the one-sided layer");
+  if (!heap_->contains(sym, bytes))
+    raise_arg(op, "symmetric address", hex(reinterpret_cast<uintptr_t>(sym)) + " (+" + std::to_string(bytes) +
+                                           " bytes) is not inside the symmetric heap [" +
+                                           hex(reinterpret_cast<uintptr_t>(heap_->base())) + ", +" +
+                                           std::to_string(heap_->size()) + ")");
+  char* p = static_cast<char*>(heap_->peer_address(sym, pe));
+  if (!p)
+    raise(Errc::unsupported, op,
+          "PE " + std::to_string(pe) + " is on node " + std::to_string(node_of_[static_cast<size_t>(pe)]) +
+              "; host-memory PEs reach other nodes only through the UCX transport");
+  return p;
+}
+
+void Runtime::put(void* dst, const void* src, size_t bytes, int pe) {
+  char* r = remote(dst, bytes, pe, "put");
+  if (bytes) std::memmove(r, src, bytes);
+}
+
+void Runtime::get(void* dst, const void* src, size_t bytes, int pe) {
+  char* r = remote(src, bytes, pe, "get");
+  if (bytes) std::memmove(dst, r, bytes);
+}
+
+void Runtime::signal(uint64_t* sig, uint64_t value, SignalOp op, int pe) {
+  char* r = remote(sig, sizeof(uint64_t), pe, "signal");
+  GPUCOMM_CHECK_ARG(reinterpret_cast<uintptr_t>(sig) % alignof(uint64_t) == 0, "signal", "sig", "is not 8-byte aligned");
+  std::atomic_ref<uint64_t> s(*reinterpret_cast<uint64_t*>(r));
+  if (op == SignalOp::set)
+    s.store(value, std::memory_order_release);
+  else
+    s.fetch_add(value, std::memory_order_acq_rel);
+}
+
+void Runtime::put_signal(void* dst, const void* src, size_t bytes, uint64_t* sig, uint64_t value, SignalOp op, int pe) {
+  put(dst, src, bytes, pe);
+  signal(sig, value, op, pe);  // release: the data is visible before the signal
+}
+
+uint64_t Runtime::signal_fetch(const uint64_t* sig) {
+  char* r = remote(sig, sizeof(uint64_t), rank_, "signal_fetch");
+  return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(r)).load(std::memory_order_acquire);
+}
+
+template <class T>
+T Runtime::wait_until(T* ivar, Cmp cmp, T value) {
+  static_assert(std::is_integral_v<T>);
+  remote(ivar, sizeof(T), rank_, "wait_until");
+  GPUCOMM_CHECK_ARG(reinterpret_cast<uintptr_t>(ivar) % alignof(T) == 0, "wait_until", "ivar", "is not aligned");
+  std::atomic_ref<T> word(*ivar);
+  T seen = word.load(std::memory_order_acquire);
+  detail::host_wait([&] { return compare(seen = word.load(std::memory_order_acquire), cmp, value); }, *bootstrap_, timeout_ms_,
+                    [&] {
+                      return "rank " + std::to_string(rank_) + " wait_until(heap+" + hex(heap_->offset_of(ivar)) + " " +
+                             cmp_name(cmp) + " " + std::to_string(value) + ", last seen " + std::to_string(seen) + ")";
+                    });
+  return seen;
+}
+
+template <class T>
+bool Runtime::test(T* ivar, Cmp cmp, T value) {
+  remote(ivar, sizeof(T), rank_, "test");
+  return compare(std::atomic_ref<T>(*ivar).load(std::memory_order_acquire), cmp, value);
+}
+
+#define GPUCOMM_ATOMIC_PROLOGUE(name)                                                                         \
+  char* r = remote(dst, sizeof(T), pe, name);                                                                  \
+  GPUCOMM_CHECK_ARG(reinterpret_cast<uintptr_t>(dst) % sizeof(T) == 0, name, "dst",                           \
+                    "is not aligned to " + std::to_string(sizeof(T)) + " bytes");                              \
+  std::atomic_ref<T> a(*reinterpret_cast<T*>(r))
+
+template <class T>
+T Runtime::atomic_fetch(const T* dst, int pe) {
+  GPUCOMM_ATOMIC_PROLOGUE("atomic_fetch");
+  return a.load(std::memory_order_acquire);
+}
+template <class T>
+void Runtime::atomic_set(T* dst, T value, int pe) {
+  GPUCOMM_ATOMIC_PROLOGUE("atomic_set");
+  a.store(value, std::memory_order_release);
+}
+template <class T>
+T Runtime::atomic_fetch_add(T* dst, T value, int pe) {
+  GPUCOMM_ATOMIC_PROLOGUE("atomic_fetch_add");
+  return a.fetch_add(value, std::memory_order_acq_rel);
+}
+template <class T>
+T Runtime::atomic_swap(T* dst, T value, int pe) {
+  GPUCOMM_ATOMIC_PROLOGUE("atomic_swap");
+  return a.exchange(value, std::memory_order_acq_rel);
+}
+template <class T>
+T Runtime::atomic_compare_swap(T* dst, T expected, T desired, int pe) {
+  GPUCOMM_ATOMIC_PROLOGUE("atomic_compare_swap");
+  a.compare_exchange_strong(expected, desired, std::memory_order_acq_rel, std::memory_order_acquire);
+  return expected;  // the old value, whether or not the swap happened
+}
+template <class T>
+T Runtime::atomic_fetch_and(T* dst, T value, int pe) {
+  GPUCOMM_ATOMIC_PROLOGUE("atomic_fetch_and");
+  return a.fetch_and(value, std::memory_order_acq_rel);
+}
+template <class T>
+T Runtime::atomic_fetch_or(T* dst, T value, int pe) {
+  GPUCOMM_ATOMIC_PROLOGUE("atomic_fetch_or");
+  return a.fetch_or(value, std::memory_order_acq_rel);
+}
+template <class T>
+T Runtime::atomic_fetch_xor(T* dst, T value, int pe) {
+  GPUCOMM_ATOMIC_PROLOGUE("atomic_fetch_xor");
+  return a.fetch_xor(value, std::memory_order_acq_rel);
+}
+#undef GPUCOMM_ATOMIC_PROLOGUE
+
+void Runtime::fence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+void Runtime::quiet() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+
+void Runtime::barrier(const Team& team) {
+  GPUCOMM_CHECK_ARG(team.valid(), "barrier", "team", "is not a team this PE belongs to");
+  quiet();
+  Team::State& t = *team.state_;
+  bool direct = heap_ && heap_->kind() == heap::MemoryKind::host;
+  for (int m : t.members) direct = direct && heap_->peer_base(m) != nullptr;
+  if (direct) {
+    host_barrier(t);
+  } else {
+    std::string group = "team" + std::to_string(t.id) + "/" + std::to_string(t.collective_seq++) + "/barrier";
+    bootstrap_->gather(group, static_cast<int>(t.members.size()), t.my_index, "");
+  }
+}
+
+// Dissemination barrier over the host heap's control blocks: in round k, PE i notifies PE
+// i + 2^k (a release increment of that PE's round-k counter) and waits for its own round-k
+// counter to reach the barrier's epoch (acquire). ceil(log2 n) rounds, no central counter.
+void Runtime::host_barrier(Team::State& t) {
+  auto* hh = static_cast<heap::HostHeap*>(heap_.get());
+  const int n = static_cast<int>(t.members.size());
+  const uint64_t epoch = ++t.barrier_epoch;
+  uint64_t* mine = hh->control(rank_)->barrier_flags[t.id];
+  for (int round = 0, dist = 1; dist < n; ++round, dist <<= 1) {
+    int to = t.members[static_cast<size_t>((t.my_index + dist) % n)];
+    int from = t.members[static_cast<size_t>((t.my_index - dist % n + n) % n)];
+    std::atomic_ref<uint64_t>(hh->control(to)->barrier_flags[t.id][round]).fetch_add(1, std::memory_order_acq_rel);
+    std::atomic_ref<uint64_t> flag(mine[round]);
+    detail::host_wait([&] { return flag.load(std::memory_order_acquire) >= epoch; }, *bootstrap_, timeout_ms_, [&] {
+      return "rank " + std::to_string(rank_) + " barrier of team " + std::to_string(t.id) + " (" + std::to_string(n) +
+             " PEs), round " + std::to_string(round) + ": waiting for rank " + std::to_string(from) + " (counter " +
+             std::to_string(flag.load()) + ", expected " + std::to_string(epoch) + ")";
+    });
+  }
+}
+
+#define GPUCOMM_INSTANTIATE(T)                                          \
+  template T Runtime::wait_until<T>(T*, Cmp, T);                         \
+  template bool Runtime::test<T>(T*, Cmp, T);                            \
+  template T Runtime::atomic_fetch<T>(const T*, int);                    \
+  template void Runtime::atomic_set<T>(T*, T, int);                      \
+  template T Runtime::atomic_fetch_add<T>(T*, T, int);                   \
+  template T Runtime::atomic_swap<T>(T*, T, int);                        \
+  template T Runtime::atomic_compare_swap<T>(T*, T, T, int);             \
+  template T Runtime::atomic_fetch_and<T>(T*, T, int);                   \
+  template T Runtime::atomic_fetch_or<T>(T*, T, int);                    \
+  template T Runtime::atomic_fetch_xor<T>(T*, T, int);
+GPUCOMM_INSTANTIATE(int32_t)
+GPUCOMM_INSTANTIATE(uint32_t)
+GPUCOMM_INSTANTIATE(int64_t)
+GPUCOMM_INSTANTIATE(uint64_t)
+#undef GPUCOMM_INSTANTIATE
+
+}  // namespace gpucomm

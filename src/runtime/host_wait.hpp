@@ -1,0 +1,49 @@
+#pragma once
+// The host-side wait loop used by every blocking host operation: spin briefly, then yield,
+// then sleep, while watching the job's liveness and the timeout. The error names who waited
+// for what (the describe() callback is only called when a wait fails).
+#include <sched.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "gpucomm/bootstrap/bootstrap.hpp"
+#include "gpucomm/core/error.hpp"
+
+namespace gpucomm::detail {
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+template <class Ready, class Describe>
+void host_wait(Ready&& ready, const bootstrap::Bootstrap& b, int64_t timeout_ms, Describe&& describe) {
+  if (ready()) return;
+  const auto start = std::chrono::steady_clock::now();
+  for (uint64_t spins = 1;; ++spins) {
+    if (ready()) return;
+    if (spins < 512) {
+      cpu_relax();
+    } else if (spins < 8192) {
+      sched_yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+    if ((spins & 63) == 0) {
+      if (b.failed()) raise(Errc::peer_failure, describe(), "aborted: " + b.failure());
+      if (timeout_ms > 0) {
+        auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+        if (waited >= timeout_ms)
+          raise(Errc::timeout, describe(),
+                "timed out after " + std::to_string(waited / 1000.0).substr(0, 6) + " s (GPUCOMM_TIMEOUT sets the limit)");
+      }
+    }
+  }
+}
+
+}  // namespace gpucomm::detail

@@ -1,0 +1,51 @@
+"""Shared fixtures: where the build tree is, and how to run gpucomm's command from it."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def build_dir() -> Path:
+    return Path(os.environ.get("GPUCOMM_BUILD_DIR", ROOT / "build" / "ci"))
+
+
+@pytest.fixture(scope="session")
+def build() -> Path:
+    d = build_dir()
+    if not (d / "python" / "gpucomm").is_dir():
+        pytest.skip(f"no gpucomm build tree at {d} (set GPUCOMM_BUILD_DIR)")
+    return d
+
+
+@pytest.fixture
+def gpucomm_env(build):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(build / "python") + os.pathsep + env.get("PYTHONPATH", "")
+    for k in list(env):
+        if k.startswith("GPUCOMM_") and k not in ("GPUCOMM_BUILD_DIR", "GPUCOMM_TEST_SEED"):
+            del env[k]
+    return env
+
+
+@pytest.fixture
+def run_gpucomm(gpucomm_env):
+    def run(*args, env=None, timeout=120):
+        e = dict(gpucomm_env)
+        e.update(env or {})
+        return subprocess.run([sys.executable, "-m", "gpucomm", *args], env=e, capture_output=True, text=True,
+                              timeout=timeout)
+    return run
+
+
+@pytest.fixture
+def pe_program(build) -> str:
+    p = build / "tests" / "runtime" / "gpucomm_test_pe"
+    if not p.exists():
+        pytest.skip(f"{p} not built")
+    return str(p)

@@ -1,0 +1,86 @@
+"""``gpucomm run`` and the runtime's failure handling across real processes."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+HOST = {"GPUCOMM_DEVICE": "host"}
+
+
+def test_runs_all_ranks_with_tagged_output(run_gpucomm, pe_program):
+    r = run_gpucomm("run", "-n", "4", "--tag-output", "--", pe_program, "bootstrap", env=HOST)
+    assert r.returncode == 0, r.stderr
+    for rank in range(4):
+        assert f"[{rank}] PE OK rank {rank} of 4" in r.stdout
+
+
+def test_exit_code_is_the_failing_pe(run_gpucomm):
+    r = run_gpucomm("run", "-n", "3", "--", "sh", "-c", 'exit $((GPUCOMM_RANK == 1 ? 7 : 0))')
+    assert r.returncode == 7
+    assert "rank 1 exited with code 7" in r.stderr
+
+
+def test_missing_program_is_a_clear_error(run_gpucomm):
+    r = run_gpucomm("run", "-n", "2", "--", "/no/such/program")
+    assert r.returncode != 0
+    assert "program not found: /no/such/program" in r.stderr
+
+
+def test_bad_np_names_the_argument(run_gpucomm):
+    r = run_gpucomm("run", "-n", "0", "--", "true")
+    assert r.returncode != 0 and "-n" in r.stderr
+
+
+def test_hung_job_is_stopped_by_timeout(run_gpucomm):
+    start = time.monotonic()
+    r = run_gpucomm("run", "-n", "2", "--timeout", "1", "--kill-grace", "0.5", "--", "sleep", "60")
+    assert r.returncode == 124
+    assert time.monotonic() - start < 10
+    assert "--timeout" in r.stderr
+
+
+@pytest.mark.parametrize("scenario,victim,where", [
+    ("die-in-barrier", 2, "barrier of team 0"),
+    ("die-in-wait", 1, "wait_until("),
+])
+def test_dead_pe_makes_the_others_fail_fast_with_its_name(run_gpucomm, pe_program, scenario, victim, where):
+    start = time.monotonic()
+    # A long grace period: the survivors must exit by themselves, not be killed by the launcher.
+    r = run_gpucomm("run", "-n", "4", "--tag-output", "--kill-grace", "60", "--", pe_program, scenario, "2",
+                    str(victim), env={**HOST, "GPUCOMM_TIMEOUT": "30"})
+    elapsed = time.monotonic() - start
+    assert r.returncode != 0
+    assert elapsed < 20, f"survivors took {elapsed:.1f} s"
+    survivors = [x for x in range(4) if x != victim]
+    for rank in survivors:
+        line = next((l for l in r.stderr.splitlines() if l.startswith(f"[{rank}] PE ERROR")), "")
+        assert where in line and f"rank {victim} closed its connection" in line, r.stderr
+
+
+def test_pe_dying_before_bootstrap_is_reported_within_the_timeout(run_gpucomm, pe_program):
+    start = time.monotonic()
+    r = run_gpucomm("run", "-n", "4", "--tag-output", "--kill-grace", "60", "--", pe_program, "die-before-init", "0",
+                    "3", env={**HOST, "GPUCOMM_TIMEOUT": "3"})
+    elapsed = time.monotonic() - start
+    assert r.returncode != 0
+    assert elapsed < 15, f"took {elapsed:.1f} s"
+    assert "missing member index(es): 3" in r.stderr
+
+
+def test_wait_timeout_reports_who_waited_for_what(run_gpucomm, pe_program):
+    r = run_gpucomm("run", "-n", "2", "--tag-output", "--", pe_program, "wait-timeout", env={**HOST, "GPUCOMM_TIMEOUT": "1"})
+    assert r.returncode != 0
+    assert "[0] PE ERROR: gpucomm rank 0: rank 0 wait_until(heap+0x0 >= 9, last seen 7): timed out" in r.stderr
+
+
+def test_unknown_gpucomm_variable_draws_a_warning(run_gpucomm, pe_program):
+    r = run_gpucomm("run", "-n", "1", "--", pe_program, "bootstrap", env={**HOST, "GPUCOMM_NO_SUCH": "1"})
+    assert r.returncode == 0
+    assert "unknown environment variable GPUCOMM_NO_SUCH" in r.stderr
+
+
+def test_help_everywhere(run_gpucomm):
+    for args in (["--help"], ["run", "--help"], ["bench", "--help"]):
+        r = run_gpucomm(*args)
+        assert r.returncode == 0 and "usage:" in r.stdout
