@@ -2,4 +2,6 @@
 
 namespace nb = nanobind;
 
-void bind_all(nb::module_& m) { (void)m; }
+void bind_topology(nb::module_& m);
+
+void bind_all(nb::module_& m) { bind_topology(m); }
