@@ -3,12 +3,15 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
 #include <vector>
+
+#include <cuda_runtime_api.h>
 
 #include "gpucomm/gpucomm.hpp"
 
@@ -177,9 +180,26 @@ int main(int argc, char** argv) {
   // Death before joining: the victim never reaches the store.
   if (scenario == "die-before-init" && std::atoi(std::getenv("GPUCOMM_RANK") ? std::getenv("GPUCOMM_RANK") : "0") == victim)
     die_now();
+  if (scenario == "gpu-init") {
+    // arg: GPUs this test needs. Without them, say so in CTest's skip format.
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
+    if (n < std::max(1, arg)) {
+      std::printf("[  SKIPPED ] needs %d GPU(s), found %d\n", std::max(1, arg), n);
+      return 0;
+    }
+  }
   try {
     Runtime rt;
-    if (scenario == "bootstrap") {
+    if (scenario == "gpu-init") {
+      CHECK(rt.pe_kind() == PeKind::gpu, "PE kind is not gpu");
+      int dev = -1;
+      CHECK(cudaGetDevice(&dev) == cudaSuccess && dev == rt.device_id(), "current device %d, runtime says %d", dev, rt.device_id());
+      auto devs = rt.bootstrap().allgather(std::to_string(rt.device_id()));
+      if (arg >= 2)
+        for (int r = 1; r < rt.size(); ++r) CHECK(devs[static_cast<size_t>(r)] != devs[0], "ranks 0 and %d share a GPU", r);
+      rt.barrier_all();
+    } else if (scenario == "bootstrap") {
       scenario_bootstrap(rt);
     } else if (scenario == "rma") {
       scenario_rma(rt, arg > 0 ? arg : 20);
