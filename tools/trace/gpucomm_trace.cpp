@@ -25,7 +25,7 @@ const char* kUsage =
     "The report is JSON (default: standard output). --rank limits the per-rank section to rank R.\n"
     "--export-queues writes the matching-queue snapshots (the N largest, --snapshots N, default 8;\n"
     "0 keeps one per rank) in gpucomm's snapshot format. --progress draws a progress bar on\n"
-    "standard error (default: when standard error is a terminal).\n";
+    "standard error (default: when standard error is a terminal and the trace exceeds 16 MB).\n";
 
 [[noreturn]] void usage_error(const std::string& msg) {
   std::fprintf(stderr, "gpucomm-trace: error: %s\n\n%s", msg.c_str(), kUsage);
@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
   std::string path, json = "-", queues;
   int rank = -1;
   long snapshots = 8;
-  int progress = isatty(2) ? 1 : 0;
+  int progress = -1;  // -1: on when standard error is a terminal and the trace is over 16 MB
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> const char* {
@@ -101,6 +101,7 @@ int main(int argc, char** argv) {
       usage_error("argument --rank: the trace has ranks 0.." + std::to_string(trace.ranks() - 1) + ", not " + std::to_string(rank));
     AnalysisOptions opt;
     opt.snapshot_limit = static_cast<size_t>(snapshots);
+    if (progress < 0) progress = isatty(2) && trace.info().total_bytes() > (16u << 20);
     if (progress) opt.progress = draw_progress;
     Analysis a = analyze(trace, opt);
     if (!queues.empty()) write_queue_snapshots(queues, a.snapshots);
