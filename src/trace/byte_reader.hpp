@@ -4,8 +4,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
-#include <vector>
+#include <algorithm>
 
 #include "gpucomm/core/error.hpp"
 
@@ -14,7 +15,13 @@ namespace gpucomm::trace::detail {
 class ByteReader {
  public:
   ByteReader(std::FILE* f, std::string path, uint64_t file_size, size_t buffer_bytes)
-      : f_(f), path_(std::move(path)), file_size_(file_size), buf_(buffer_bytes < 64 ? 64 : buffer_bytes) {}
+      : f_(f), path_(std::move(path)), file_size_(file_size),
+        // No larger than the file, and not zero-filled: opening many small rank files stays cheap.
+        cap_(std::max<size_t>(64, std::min<uint64_t>(buffer_bytes, file_size + 64))),
+        buf_(new uint8_t[cap_]) {}
+  ~ByteReader() { std::fclose(f_); }
+  ByteReader(const ByteReader&) = delete;
+  ByteReader& operator=(const ByteReader&) = delete;
 
   // Positions the reader at `offset`; reads may not go beyond `end`.
   void seek(uint64_t offset, uint64_t end) {
@@ -94,19 +101,19 @@ class ByteReader {
       fail(tell(), "field runs past the end of its section (truncated or corrupt)");
     }
     if (buf_len_ - pos_ < n) refill(n);
-    const uint8_t* p = buf_.data() + pos_;
+    const uint8_t* p = buf_.get() + pos_;
     pos_ += n;
     return p;
   }
   void refill(size_t need) {
     size_t keep = buf_len_ - pos_;
-    std::memmove(buf_.data(), buf_.data() + pos_, keep);
+    std::memmove(buf_.get(), buf_.get() + pos_, keep);
     buf_file_pos_ += pos_;
     pos_ = 0;
     buf_len_ = keep;
     if (std::fseek(f_, static_cast<long>(buf_file_pos_ + buf_len_), SEEK_SET) != 0)
       fail(tell(), "cannot seek");
-    size_t got = std::fread(buf_.data() + buf_len_, 1, buf_.size() - buf_len_, f_);
+    size_t got = std::fread(buf_.get() + buf_len_, 1, cap_ - buf_len_, f_);
     buf_len_ += got;
     if (buf_len_ < need) fail(tell(), "unexpected end of file (truncated?)");
   }
@@ -114,7 +121,8 @@ class ByteReader {
   std::FILE* f_;
   std::string path_;
   uint64_t file_size_;
-  std::vector<uint8_t> buf_;
+  size_t cap_;
+  std::unique_ptr<uint8_t[]> buf_;
   uint64_t buf_file_pos_ = 0;  // file offset of buf_[0]
   size_t buf_len_ = 0, pos_ = 0;
   uint64_t end_ = 0;

@@ -173,7 +173,11 @@ struct TempDir {
   std::filesystem::path path;
   explicit TempDir(const std::string& tag) {
     static int counter = 0;
-    path = std::filesystem::temp_directory_path() /
+    // Memory-backed /dev/shm where it exists: the truncation and fuzz tests write many files.
+    std::error_code ec;
+    std::filesystem::path base = std::filesystem::is_directory("/dev/shm", ec) ? std::filesystem::path("/dev/shm")
+                                                                               : std::filesystem::temp_directory_path();
+    path = base /
            ("gpucomm-trace-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
     std::filesystem::remove_all(path);
     std::filesystem::create_directories(path);

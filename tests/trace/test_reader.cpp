@@ -89,7 +89,9 @@ TEST(DumpiReader, EveryTruncationIsAClearError) {
   std::string p = rank_path(dir.path, "a", 1);
   const auto full = slurp(p);
   std::string q = (dir.path / "cut.bin").string();
-  for (size_t len = 0; len < full.size(); ++len) {
+  // Every length in the first 512 and last 256 bytes (magic, body start, footer, tables, index)
+  // and every 7th in between.
+  for (size_t len = 0; len < full.size(); len += (len < 512 || len + 256 >= full.size()) ? 1 : 7) {
     spit(q, std::vector<char>(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(len)));
     try {
       DumpiFile f(q, 0);
