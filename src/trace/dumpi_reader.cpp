@@ -47,13 +47,14 @@ DumpiFile::DumpiFile(std::string path, int rank, size_t buffer_bytes) : path_(st
   // at 8, 7, 6 and 5 slots from the end.
   int slots = 0;
   for (int k : {8, 7, 6, 5}) {
+    if (8u * k + 8 > file_size_) continue;  // the index cannot overlap the leading magic
     in.seek(file_size_ - 8u * k, file_size_);
     if (in.u64() == kHeadMagic) {
       slots = k;
       break;
     }
   }
-  if (slots == 0) in.fail(file_size_ - 64, "no DUMPI index record at the end of the file (truncated?)");
+  if (slots == 0) in.fail(file_size_ > 64 ? file_size_ - 64 : 0, "no DUMPI index record at the end of the file (truncated?)");
   if (slots >= 8) index_.sizes = in.u64();
   if (slots >= 7) index_.addresses = in.u64();
   if (slots >= 6) index_.perf_labels = in.u64();

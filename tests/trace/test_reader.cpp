@@ -163,6 +163,47 @@ TEST(DumpiReader, FuzzedFilesNeverCrash) {
   RecordProperty("clean_reads", clean_reads);
 }
 
+TEST(AsciiReader, FuzzedTextNeverCrashes) {
+  TempDir dir("afuzz");
+  write_scenario_a(dir.path);  // for the meta-less text directory below only the .txt matters
+  const uint64_t seed = gpucomm::testing::test_seed();
+  std::mt19937_64 rng(seed);
+  const std::string clean =
+      "MPI_Waitall entering at walltime 1000.000152000, cputime 0.000000000 seconds in thread 0.\n"
+      "int count=2\nMPI_Request requests[2]=[20, 21]\n"
+      "MPI_Status statuses[2]=[{bytes=16, cancelled=0, source=0, tag=6, error=0}, {bytes=16, cancelled=0, source=0, tag=5, error=0}]\n"
+      "MPI_Waitall returning at walltime 1000.000160000, cputime 0.000000000 seconds in thread 0.\n"
+      "MPI_Irecv entering at walltime 1000.000170000, cputime 0.000000000 seconds in thread 0.\n"
+      "int count=4\nMPI_Datatype datatype=9 (MPI_INT)\nint source=-1 (MPI_ANY_SOURCE)\nint tag=5\n"
+      "MPI_Comm comm=2 (MPI_COMM_WORLD)\nMPI_Request request=[21]\n"
+      "MPI_Irecv returning at walltime 1000.000171000, cputime 0.000000000 seconds in thread 0.\n";
+  const std::string p = (dir.path / "f-0000.txt").string();
+  int errors = 0;
+  for (int iter = 0; iter < 300; ++iter) {
+    std::string d = clean;
+    int edits = 1 + static_cast<int>(rng() % 6);
+    for (int k = 0; k < edits; ++k) {
+      size_t at = rng() % d.size();
+      switch (rng() % 3) {
+        case 0: d[at] = static_cast<char>(rng()); break;
+        case 1: d.erase(at, 1 + rng() % 20); break;
+        default: d.insert(at, 1, "=[{,}] -0123456789\n"[rng() % 20]); break;
+      }
+      if (d.empty()) d = "x";
+    }
+    std::ofstream(p, std::ios::trunc) << d;
+    try {
+      AsciiFile f(p, 0);
+      read_all(f);
+    } catch (const Error& e) {
+      ++errors;
+      ASSERT_EQ(e.code(), Errc::protocol) << e.what() << " " << gpucomm::testing::seed_note(seed);
+      ASSERT_NE(std::string(e.what()).find("line "), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_GT(errors, 0) << gpucomm::testing::seed_note(seed);
+}
+
 TEST(TraceSet, MissingRankFileIsNamed) {
   TempDir dir("missing");
   write_scenario_a(dir.path);
