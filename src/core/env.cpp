@@ -35,6 +35,7 @@ constexpr Variable kVariables[] = {
     {"GPUCOMM_BIN_DIR", "", "Folder where the `gpucomm` command looks for its tool programs (default: the package's _bin folder)."},
     {"GPUCOMM_TEST_SEED", "", "Tests only: replays a randomized test with this seed (each run draws a fresh one and prints it on failure)."},
     {"GPUCOMM_TEST_EXPECT_NVLINKS", "", "Tests only: the number of NVLink links every pair of GPUs must have (18 on the 2x H200 machine); unset, the topology tests only check that NVLink counts and peer access agree."},
+    {"GPUCOMM_TRACES_DIR", "", "Tests only: folder of the shared reference traces (default: the first shared/traces folder beside the repository or above it); the trace tests skip with a reason when none is found."},
     {"GPUCOMM_HEAP_SIZE", "128M", "Bytes of symmetric heap per PE (K, M, G suffixes)."},
 };
 
