@@ -16,7 +16,7 @@ function(gpucomm_add_gtest name)
   gtest_discover_tests(${name}
     DISCOVERY_MODE PRE_TEST
     PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT}
-               SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]"
+               SKIP_REGULAR_EXPRESSION ".  SKIPPED ."
                ENVIRONMENT "PYTHONPATH=${CMAKE_BINARY_DIR}/python")
 endfunction()
 
@@ -40,6 +40,6 @@ function(gpucomm_add_launch_test name)
   endif()
   add_test(NAME ${name} COMMAND ${cmd})
   set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT}
-    SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]"
+    SKIP_REGULAR_EXPRESSION ".  SKIPPED ."
     ENVIRONMENT "PYTHONPATH=${CMAKE_BINARY_DIR}/python;OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;${T_ENV}")
 endfunction()

@@ -15,6 +15,11 @@ def build_dir() -> Path:
     return Path(os.environ.get("GPUCOMM_BUILD_DIR", ROOT / "build" / "ci"))
 
 
+# Tests that import gpucomm in this process use the build tree's package.
+if (build_dir() / "python" / "gpucomm").is_dir():
+    sys.path.insert(0, str(build_dir() / "python"))
+
+
 @pytest.fixture(scope="session")
 def build() -> Path:
     d = build_dir()
