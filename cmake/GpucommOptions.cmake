@@ -41,3 +41,16 @@ function(gpucomm_add_tool name)
                                            INSTALL_RPATH "$ORIGIN/..;$ORIGIN/../../lib;$ORIGIN/../lib")
   install(TARGETS ${name} RUNTIME DESTINATION ${GPUCOMM_INSTALL_TOOLDIR} COMPONENT tools)
 endfunction()
+
+# Adds every sub-folder of the current folder that has a CMakeLists.txt (layer folders,
+# test folders, tools, benchmarks), except those named after EXCLUDE.
+function(gpucomm_add_subdirectories)
+  cmake_parse_arguments(A "" "" "EXCLUDE" ${ARGN})
+  file(GLOB entries LIST_DIRECTORIES true CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*)
+  foreach(dir ${entries})
+    get_filename_component(name ${dir} NAME)
+    if(IS_DIRECTORY ${dir} AND EXISTS ${dir}/CMakeLists.txt AND NOT name IN_LIST A_EXCLUDE)
+      add_subdirectory(${dir})
+    endif()
+  endforeach()
+endfunction()

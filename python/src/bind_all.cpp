@@ -7,4 +7,6 @@ void bind_topology(nb::module_& m);
 void bind_system(nb::module_& m);
 
 void bind_all(nb::module_& m) {
-  bind_system(m); bind_topology(m); }
+  bind_system(m);
+  bind_topology(m);
+}

@@ -4,10 +4,11 @@
 
 #include "gpucomm/core/env.hpp"
 #include "gpucomm/core/error.hpp"
+#include "gpucomm/runtime/devices.hpp"
 
-namespace gpucomm::detail {
+namespace gpucomm {
 
-int cuda_device_count() {
+int cuda_device_count() noexcept {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess) {
     (void)cudaGetLastError();
@@ -15,6 +16,10 @@ int cuda_device_count() {
   }
   return n;
 }
+
+}  // namespace gpucomm
+
+namespace gpucomm::detail {
 
 int select_device(const std::string& mode, int local_rank) {
   if (mode != "auto" && mode != "gpu" && mode != "host")

@@ -3,8 +3,6 @@
 
 namespace gpucomm::detail {
 
-// Number of CUDA devices usable by this process (0 without a driver or GPU).
-int cuda_device_count();
 // Picks the PE kind from `mode` ("auto", "gpu", "host") and the GPUs present, and the device
 // (GPUCOMM_DEVICE_ID or local rank modulo the count). Returns -1 for a host-memory PE.
 int select_device(const std::string& mode, int local_rank);

@@ -1,20 +1,13 @@
 #include "test_support.hpp"
 
-#include <cuda_runtime_api.h>
+#include "gpucomm/runtime/devices.hpp"
 
 #include <chrono>
 #include <cstdlib>
 
 namespace gpucomm::testing {
 
-int gpu_count() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  return n;
-}
+int gpu_count() { return cuda_device_count(); }
 
 uint64_t test_seed() {
   if (const char* s = std::getenv("GPUCOMM_TEST_SEED")) return std::strtoull(s, nullptr, 0);
