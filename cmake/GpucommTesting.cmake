@@ -13,6 +13,10 @@ function(gpucomm_add_gtest name)
   if(NOT T_LABELS)
     set(T_LABELS unit)
   endif()
+  list(LENGTH T_LABELS n_labels)
+  if(n_labels GREATER 1)
+    message(FATAL_ERROR "gpucomm_add_gtest(${name}): one label per suite (gtest discovery splits lists)")
+  endif()
   gtest_discover_tests(${name}
     DISCOVERY_MODE PRE_TEST
     PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT}

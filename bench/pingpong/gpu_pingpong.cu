@@ -62,6 +62,28 @@ __device__ bool block_wait(const uint64_t* flag, uint64_t v, uint64_t timeout_ns
   return ok;
 }
 
+// Messages that fit in the flag word: one thread, no block barriers.
+__global__ void pingpong_thread_kernel(uint64_t* my_flag, uint64_t* peer_flag, int iters, uint64_t base, int initiator,
+                                       uint64_t timeout_ns, Status* st) {
+  for (int i = 1; i <= iters; ++i) {
+    const uint64_t v = base + static_cast<uint64_t>(i);
+    if (initiator) st_release_sys(peer_flag, v);
+    uint64_t start = globaltimer(), seen;
+    while ((seen = ld_acquire_sys(my_flag)) != v) {
+      if (timeout_ns && globaltimer() - start > timeout_ns) {
+        st->expected = v;
+        st->seen = seen;
+        st->iteration = i;
+        st->failed = 1;
+        return;
+      }
+    }
+    if (!initiator) st_release_sys(peer_flag, v);
+    if (initiator && i == 1) st->t_start = globaltimer();
+  }
+  st->t_end = globaltimer();
+}
+
 __global__ void pingpong_kernel(uint64_t* my_flag, uint64_t* peer_flag, uint4* peer_buf, const uint4* src, size_t bytes,
                                 int iters, uint64_t base, int initiator, uint64_t timeout_ns, Status* st) {
   const size_t vecs = bytes / sizeof(uint4);
@@ -69,9 +91,11 @@ __global__ void pingpong_kernel(uint64_t* my_flag, uint64_t* peer_flag, uint4* p
     const uint64_t v = base + static_cast<uint64_t>(i);
     if (!initiator && !block_wait(my_flag, v, timeout_ns, st, i)) return;
     for (size_t k = threadIdx.x; k < vecs; k += blockDim.x) peer_buf[k] = src[k];
+    for (size_t k = vecs * sizeof(uint4) + threadIdx.x; k < bytes; k += blockDim.x)
+      reinterpret_cast<char*>(peer_buf)[k] = reinterpret_cast<const char*>(src)[k];
     __syncthreads();
     if (threadIdx.x == 0) {
-      if (vecs) __threadfence_system();
+      if (bytes) __threadfence_system();
       st_release_sys(peer_flag, v);
     }
     if (initiator && !block_wait(my_flag, v, timeout_ns, st, i)) return;
@@ -131,9 +155,14 @@ std::vector<PingPongResult> gpu_pingpong(Runtime& rt, const PingPongConfig& cfg)
         for (int s = 0; s < cfg.samples + 1 && in_pair; ++s) {
           std::memset(st, 0, sizeof(Status));
           uint64_t base = static_cast<uint64_t>(s) * static_cast<uint64_t>(iters);
-          pingpong_kernel<<<1, 256, 0, stream>>>(reinterpret_cast<uint64_t*>(mine), reinterpret_cast<uint64_t*>(peer_mem),
-                                                 reinterpret_cast<uint4*>(peer_mem + flag_bytes), src, bytes, iters, base,
-                                                 rt.rank() == a, timeout_ns, st_dev);
+          if (bytes <= sizeof(uint64_t))
+            pingpong_thread_kernel<<<1, 1, 0, stream>>>(reinterpret_cast<uint64_t*>(mine),
+                                                        reinterpret_cast<uint64_t*>(peer_mem), iters, base,
+                                                        rt.rank() == a, timeout_ns, st_dev);
+          else
+            pingpong_kernel<<<1, 256, 0, stream>>>(reinterpret_cast<uint64_t*>(mine), reinterpret_cast<uint64_t*>(peer_mem),
+                                                   reinterpret_cast<uint4*>(peer_mem + flag_bytes), src, bytes, iters,
+                                                   base, rt.rank() == a, timeout_ns, st_dev);
           CHECK_CUDA(cudaGetLastError());
           CHECK_CUDA(cudaStreamSynchronize(stream));
           if (st->failed)
