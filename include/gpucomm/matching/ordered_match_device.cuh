@@ -36,6 +36,7 @@ inline constexpr uint32_t kTileTargets = 1024;  // targets per tile (32 rows of 
 struct BlockMatchShared {
   uint32_t matrix[2][kMatrixWindow * kMatrixStride];
   uint32_t taken[kBlockMaxTargets / 32];
+  uint32_t open_cols[2][kMatrixWindow / 32];  // per 32 columns of a window: probes still open
   uint32_t sums[32];
   uint32_t open;  // probes without a target so far
 };
@@ -166,6 +167,7 @@ __device__ void match_phase(coop::Block, const Envelope* probes, uint32_t np, co
               open = result[p0 + c0 + lane] < 0;
             }
             uint32_t want = __ballot_sync(0xffffffffu, open);
+            if (row == 0 && lane == 0) s.open_cols[k & 1][c0 / 32] = want;  // the reduce warp skips closed columns
             uint32_t mine = 0;
             while (want) {
               const int c = __ffs(want) - 1;
@@ -183,24 +185,29 @@ __device__ void match_phase(coop::Block, const Envelope* probes, uint32_t np, co
         const uint32_t* mat = s.matrix[(k - 1) & 1];
         const uint32_t p0 = (k - 1) * kMatrixWindow;
         const uint32_t cols = np - p0 < kMatrixWindow ? np - p0 : kMatrixWindow;
-        for (uint32_t c = 0; c < cols; c += 4) {
-          uint32_t v[4];
-#pragma unroll
-          for (int u = 0; u < 4; ++u)  // independent loads first: hides shared-memory latency
-            v[u] = (c + u < cols && lane < rows) ? mat[(c + u) * kMatrixStride + lane] : 0u;
-#pragma unroll
-          for (int u = 0; u < 4; ++u) {
-            const uint32_t mv = v[u] & free;
+        // Only the open columns; the next column's votes load while this one is reduced.
+        for (uint32_t chunk = 0; chunk * 32 < cols; ++chunk) {
+          const uint32_t* base = mat + chunk * 32 * kMatrixStride;
+          uint32_t m = s.open_cols[(k - 1) & 1][chunk];
+          int c = m ? __ffs(m) - 1 : -1;
+          uint32_t v = (c >= 0 && lane < rows) ? base[c * kMatrixStride + lane] : 0u;
+          while (c >= 0) {
+            m &= m - 1;
+            const int cn = m ? __ffs(m) - 1 : -1;
+            const uint32_t vn = (cn >= 0 && lane < rows) ? base[cn * kMatrixStride + lane] : 0u;
+            const uint32_t mv = v & free;
             const uint32_t bidders = __ballot_sync(0xffffffffu, mv != 0);
             if (bidders) {
               const uint32_t w = __ffs(bidders) - 1;
               if (lane == w) {
                 const uint32_t bit = __ffs(mv) - 1;
                 free &= ~(1u << bit);
-                result[p0 + c + u] = static_cast<int32_t>(tile + w * 32 + bit);
+                result[p0 + chunk * 32 + c] = static_cast<int32_t>(tile + w * 32 + bit);
               }
               ++matched;
             }
+            c = cn;
+            v = vn;
           }
         }
       }
