@@ -57,7 +57,8 @@ void make_no_unexpected(gm::Batch& b) {
   b.umq.clear();
   const gm::Outcome o = gm::match_reference(b);
   std::vector<char> matched_msg(1 << 20, 0);
-  for (const auto& m : o.matches) matched_msg[m.msg] = 1;
+  for (const auto& m : o.matches)  // phase-1 matches only: receives of the PRQ (handles 0..)
+    if (m.recv < b.prq.size()) matched_msg[m.msg] = 1;
   std::vector<gm::Envelope> keep;
   for (const auto& m : b.msgs)
     if (matched_msg[m.handle]) keep.push_back(m);

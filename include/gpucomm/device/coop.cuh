@@ -10,7 +10,7 @@ struct Thread {};
 struct Warp {};
 struct Block {};
 
-#if defined(__CUDACC__)
+#if defined(__CUDACC__) || defined(GPUCOMM_SIMT_EMULATION)
 __device__ __forceinline__ uint32_t lane_id() { return threadIdx.x & 31u; }
 __device__ __forceinline__ uint32_t warp_id() { return threadIdx.x >> 5; }
 __device__ __forceinline__ uint32_t lanemask_lt() { return (1u << lane_id()) - 1u; }

@@ -77,7 +77,6 @@ namespace gpucomm::matching::detail {
 __device__ __forceinline__ uint32_t exclusive_sum(coop::Block, uint32_t x, uint32_t& total, uint32_t* sums) {
   const uint32_t lane = coop::lane_id(), w = coop::warp_id(), nw = blockDim.x >> 5;
   uint32_t inc = x;
-#pragma unroll
   for (int d = 1; d < 32; d <<= 1) {
     const uint32_t y = __shfl_up_sync(0xffffffffu, inc, d);
     if (lane >= static_cast<uint32_t>(d)) inc += y;
