@@ -12,7 +12,9 @@
 #define __host__
 #define __forceinline__ inline
 
+#include <atomic>
 #include <barrier>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -171,3 +173,30 @@ inline uint32_t atomicCAS(uint32_t* p, uint32_t expected, uint32_t desired) {
   __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
   return expected;
 }
+
+inline void __nanosleep(unsigned) { std::this_thread::yield(); }
+
+namespace simt {
+inline unsigned long long now_ns() {
+  return static_cast<unsigned long long>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+}  // namespace simt
+
+// The part of libcu++ the queue uses, over std::atomic_ref (scopes do not matter on the host).
+namespace cuda {
+enum thread_scope { thread_scope_system, thread_scope_device, thread_scope_block, thread_scope_thread };
+namespace std {
+using ::std::memory_order;
+using ::std::memory_order_acquire;
+using ::std::memory_order_acq_rel;
+using ::std::memory_order_relaxed;
+using ::std::memory_order_release;
+using ::std::memory_order_seq_cst;
+}  // namespace std
+template <class T, thread_scope S>
+struct atomic_ref : ::std::atomic_ref<T> {
+  explicit atomic_ref(T& v) : ::std::atomic_ref<T>(v) {}
+};
+inline void atomic_thread_fence(::std::memory_order o, thread_scope) { ::std::atomic_thread_fence(o); }
+}  // namespace cuda

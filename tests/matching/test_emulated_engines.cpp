@@ -1,6 +1,6 @@
 // The GPU engines' device code, run on the host by the SIMT emulator (simt_emulation.hpp), against
-// the reference (ordered engines) and the legality checker (hash engine). Small sizes: every
-// emulated collective is a rendezvous of OS threads.
+// the reference (ordered engines) and the legality checker (hash engine), and the warp-parallel
+// queue's protocol. Small sizes: every emulated collective is a rendezvous of OS threads.
 #include "simt_emulation.hpp"  // first: defines the CUDA names the device headers use
 
 #include <gtest/gtest.h>
@@ -12,6 +12,7 @@
 #include "gpucomm/matching/hash_match_device.cuh"
 #include "gpucomm/matching/match_device.cuh"
 #include "gpucomm/matching/oracle.hpp"
+#include "gpucomm/matching/warp_queue_device.cuh"
 #include "gpucomm/matching/workload.hpp"
 #include "test_support.hpp"
 
@@ -188,4 +189,51 @@ TEST(EmulatedEngines, HashIsLegalForEveryStrategy) {
   gm::Batch wild;
   wild.prq = {{0, 1, gm::kAnyTag, 0}};
   EXPECT_TRUE(run(Kind::hash, wild, 64).status & gm::kStatusWildcard);
+}
+
+// The warp-parallel queue's protocol on emulated warps of one block: producers and consumers
+// share a small queue; every element must come out exactly once, each producer's in order.
+TEST(EmulatedWarpQueue, NoLossNoDuplicatesInOrder) {
+  constexpr uint32_t kProducers = 3, kConsumers = 3, kPer = 150, kTotal = kProducers * kPer;
+  for (uint32_t capacity : {32u, 64u, 1024u}) {
+    std::vector<unsigned long long> slots(capacity), stamps(capacity, 0), by_ticket(kTotal, ~0ull);
+    gm::QueueControl control{};
+    gm::WarpQueue<unsigned long long, gm::QueueScope::device> q{slots.data(), stamps.data(), &control, capacity,
+                                                                 10ull * 1000 * 1000 * 1000};
+    unsigned consumed = 0, failures = 0;
+    simt::launch((kProducers + kConsumers) * 32, [&] {
+      const uint32_t w = threadIdx.x / 32, lane = threadIdx.x % 32;
+      if (w < kProducers) {
+        for (uint32_t seq = 0, round = 0; seq < kPer;) {
+          const uint32_t n = std::min<uint32_t>(1 + (w * 5 + round++ * 11) % 32, kPer - seq);
+          if (!gm::enqueue(coop::Warp{}, q, (static_cast<unsigned long long>(w) << 32) | (seq + lane), lane < n)) {
+            if (lane == 0) __atomic_fetch_add(&failures, 1u, __ATOMIC_SEQ_CST);
+            return;
+          }
+          seq += n;
+        }
+        return;
+      }
+      for (uint32_t round = 0;; ++round) {
+        const uint32_t done = __shfl_sync(0xffffffffu, lane == 0 ? __atomic_load_n(&consumed, __ATOMIC_SEQ_CST) : 0u, 0);
+        if (done >= kTotal) return;
+        unsigned long long item = 0, ticket = 0;
+        const uint32_t n = gm::try_dequeue(coop::Warp{}, q, item, 1 + (round * 7 + w) % 32, &ticket);
+        if (lane < n && ticket < kTotal) by_ticket[ticket] = item;
+        if (lane == 0 && n) __atomic_fetch_add(&consumed, n, __ATOMIC_SEQ_CST);
+        if (n == 0) __nanosleep(100);
+      }
+    });
+    ASSERT_EQ(failures, 0u) << "capacity " << capacity;
+    ASSERT_EQ(control.errors.value, 0ull);
+    ASSERT_EQ(consumed, kTotal);
+    EXPECT_EQ(control.read_commit.value, kTotal);
+    std::vector<uint32_t> next(kProducers, 0);
+    for (uint32_t t = 0; t < kTotal; ++t) {
+      const uint32_t p = static_cast<uint32_t>(by_ticket[t] >> 32), s = static_cast<uint32_t>(by_ticket[t]);
+      ASSERT_LT(p, kProducers) << "capacity " << capacity << ", ticket " << t << " holds " << by_ticket[t];
+      ASSERT_EQ(s, next[p]) << "capacity " << capacity << ": producer " << p << " out of order or lost at ticket " << t;
+      ++next[p];
+    }
+  }
 }

@@ -15,7 +15,9 @@
 // slot before its previous element was read. The release stamp pairs with the consumer's acquire:
 // no consumer reads an element before it is written. Stamps carry the ticket, so a stale stamp
 // from an earlier lap never passes for a fresh one.
+#if !defined(GPUCOMM_SIMT_EMULATION)
 #include <cuda/atomic>
+#endif
 
 #include "gpucomm/device/coop.cuh"
 #include "gpucomm/matching/warp_queue.hpp"
@@ -33,9 +35,13 @@ __device__ __forceinline__ cuda::atomic_ref<unsigned long long, kQueueScope<S>> 
 }
 
 __device__ __forceinline__ unsigned long long now_ns() {
+#if defined(GPUCOMM_SIMT_EMULATION)
+  return simt::now_ns();
+#else
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
+#endif
 }
 
 __device__ __forceinline__ bool now_late(unsigned long long start, unsigned long long limit) {
