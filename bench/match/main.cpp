@@ -325,7 +325,7 @@ int main(int argc, char** argv) {
   }
   if (o.engines.empty()) o.engines = {"cpu", "mpi", "no_unexpected", "partitioned", "hash"};
   if (o.lengths.empty())
-    o.lengths = o.quick ? std::vector<uint32_t>{2, 16, 64, 256, 1024, 4096, 32768}
+    o.lengths = o.quick ? std::vector<uint32_t>{2, 64, 256, 1024, 4096, 32768}
                         : std::vector<uint32_t>{2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768};
   if (o.multiplicities.empty())
     o.multiplicities = o.quick ? std::vector<double>{0.0, 0.12} : std::vector<double>{0.0, 0.06, 0.12, 0.5};
