@@ -118,13 +118,15 @@ __device__ void match_phase(coop::Warp, const Envelope* probes, uint32_t np, con
   __syncwarp();
 }
 
-// Block matcher; every thread of the block calls it (blockDim.x a multiple of 32, 64 to 1024).
-// nt <= kBlockMaxTargets. Up to 64 targets it runs the warp matcher on warp 0 (direct path).
+// Block matcher; every thread of the block calls it (blockDim.x a multiple of 32, at most 1024).
+// nt <= kBlockMaxTargets. Up to 64 targets (or in a one-warp block) it runs the warp matcher on
+// warp 0 (direct path).
 template <bool kProbesAreRecvs>
 __device__ void match_phase(coop::Block, const Envelope* probes, uint32_t np, const Envelope* targets, uint32_t nt,
                             int32_t* result, BlockMatchShared& s) {
   const uint32_t lane = coop::lane_id(), warp = coop::warp_id(), nwarps = blockDim.x >> 5;
-  if (nt <= kDirectMaxTargets) {
+  // Direct path; also the whole phase for a one-warp block (no warp left to scan).
+  if (nt <= kDirectMaxTargets || nwarps < 2) {
     if (warp == 0) match_phase<kProbesAreRecvs>(coop::Warp{}, probes, np, targets, nt, result, s.taken);
     __syncthreads();
     return;
