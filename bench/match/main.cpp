@@ -280,7 +280,10 @@ void write_rows(gb::JsonWriter& j, const char* key, const std::vector<Row>& rows
 int main(int argc, char** argv) {
   Options o;
   std::string cmdline;
-  for (int i = 0; i < argc; ++i) cmdline += (i ? " " : "") + std::string(argv[i]);
+  for (int i = 0; i < argc; ++i) {
+    if (i) cmdline += ' ';
+    cmdline += argv[i];
+  }
   auto need = [&](int& i) -> std::string {
     if (i + 1 >= argc) {
       std::fprintf(stderr, "gpucomm-bench-match: %s needs a value\n", argv[i]);

@@ -62,7 +62,7 @@ constexpr int kWarpKernelThreads = 256;
 constexpr int kHashThreads = 256;
 
 template <bool kNoUnexpected>
-__global__ void __launch_bounds__(kBlockThreads) block_kernel(SetView v) {
+__global__ void __launch_bounds__(kBlockThreads, 2) block_kernel(SetView v) {
   __shared__ BlockMatchShared s;
   for (uint32_t i = blockIdx.x; i < v.count; i += gridDim.x) {
     const MatchJob job = job_of(v, i);

@@ -184,19 +184,25 @@ TEST_F(GpuMatching, MillionSmallScenarios) {
 TEST_F(GpuMatching, PartitionedEqualsReference) {
   const uint64_t seed = test_seed();
   std::mt19937_64 rng(seed);
+  int tested = 0;
   for (uint32_t len : {1u, 16u, 64u, 200u, 1024u, 4096u, 16384u}) {
     for (int32_t sources : {1, 8, 64}) {
       if (len / static_cast<uint32_t>(sources) > 1024) continue;  // each partition within the warp engine's limit
       for (double tag_wild : {0.0, 0.3}) {
-        gm::WorkloadSpec s = spec_for(rng, len, 0.0, sources, 32, 0.12);
+        gm::WorkloadSpec s = spec_for(rng, len, 0.0, sources, 32, len <= 4096 ? 0.12 : 0.0);
         s.any_tag = tag_wild;
         const gm::Batch b = gm::random_batch(s, rng);
+        bool fits = true;  // every partition within the warp engine's limit (random sizes vary)
+        for (const auto& p : gm::partition_by_source(b)) fits = fits && gm::max_targets_of(p.batch) <= gm::kWarpMaxTargets;
+        if (!fits) continue;
+        ++tested;
         const gm::Outcome got = gm::run_partitioned_on_gpu(b);
         ASSERT_EQ(gm::describe_difference(gm::match_reference(b), got), "")
             << spec_text(s) << "\n" << seed_note(seed) << "\n" << gm::describe(b, 12);
       }
     }
   }
+  EXPECT_GE(tested, 20) << seed_note(seed);
 }
 
 TEST_F(GpuMatching, HashGivesLegalMatchings) {
@@ -206,6 +212,7 @@ TEST_F(GpuMatching, HashGivesLegalMatchings) {
   for (uint32_t len : {1u, 7u, 32u, 100u, 512u, 1000u, 1024u, 1025u, 3000u, 8192u, 32768u})
     for (double m : {0.0, 0.03, 0.06, 0.12, 0.5, 1.0})
       for (int32_t tags : {4, 4096}) {
+        if (m == 1.0 && len > 4096) continue;  // open addressing is quadratic on one key: keep it short
         gm::WorkloadSpec s = spec_for(rng, len, 0.0, 16, tags, m);
         s.any_tag = 0;
         cases.push_back({s, gm::random_batch(s, rng)});

@@ -151,7 +151,8 @@ __device__ inline uint32_t hash_phase(const Envelope* probes, uint32_t np, const
       const uint32_t step = dh ? key_step(e) : 1u;
       uint32_t h = key_hash(e) & t.mask;
       for (uint32_t n = 0; n <= t.mask; ++n, h = (h + step) & t.mask) {
-        if (atomicCAS(&t.owner[h], kEmpty, i) == kEmpty) {
+        // A plain read first: occupied slots are skipped without an atomic.
+        if (*reinterpret_cast<volatile uint32_t*>(&t.owner[h]) == kEmpty && atomicCAS(&t.owner[h], kEmpty, i) == kEmpty) {
           t.kc[h] = static_cast<uint32_t>(e.comm);
           t.ks[h] = static_cast<uint32_t>(e.src);
           t.kt[h] = static_cast<uint32_t>(e.tag);
@@ -167,7 +168,8 @@ __device__ inline uint32_t hash_phase(const Envelope* probes, uint32_t np, const
       for (uint32_t n = 0; n <= t.mask; ++n, h = (h + step) & t.mask) {
         const uint32_t o = t.owner[h];
         if (o == kEmpty) break;
-        if (key_at(t, h, e) && atomicExch(&t.claim[h], 1u) == 0u) {
+        if (key_at(t, h, e) && *reinterpret_cast<volatile uint32_t*>(&t.claim[h]) == 0u &&
+            atomicExch(&t.claim[h], 1u) == 0u) {
           result[i] = static_cast<int32_t>(o);
           atomicOr(&taken[o >> 5], 1u << (o & 31));
           break;
