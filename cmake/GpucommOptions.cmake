@@ -10,7 +10,7 @@ endif()
 add_library(gpucomm_flags INTERFACE)
 target_compile_options(gpucomm_flags INTERFACE
   $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wno-unused-parameter>
-  $<$<COMPILE_LANGUAGE:CUDA>:-std=c++20 --expt-relaxed-constexpr -Xcompiler=-Wall,-Wextra,-Wno-unused-parameter>)
+  $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -Xcompiler=-Wall,-Wextra,-Wno-unused-parameter>)
 if(GPUCOMM_WARNINGS_AS_ERRORS)
   target_compile_options(gpucomm_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
 endif()
