@@ -1,4 +1,5 @@
 #include "gpucomm/matching/snapshot.hpp"
+#include "gpucomm/trace/queue_snapshot.hpp"
 
 #include <cctype>
 #include <cstdlib>
@@ -174,12 +175,34 @@ std::vector<Snapshot> parse_snapshots(const std::string& text, const std::string
   return out;
 }
 
+namespace {
+// The trace toolkit's binary snapshot files (gpucomm trace analyze --export-queues).
+std::vector<Snapshot> from_trace_snapshots(const std::string& path) {
+  std::string app = path.substr(path.find_last_of('/') + 1);
+  app = app.substr(0, app.find('.'));
+  std::vector<Snapshot> out;
+  for (const auto& t : trace::read_queue_snapshots(path)) {
+    Snapshot s;
+    s.app = app;
+    s.rank = t.rank;
+    uint32_t h = 0;
+    for (const auto& e : t.umq) s.umq.push_back({e.comm, e.source, e.tag, h++});
+    h = 0;
+    for (const auto& e : t.prq) s.prq.push_back({e.comm, e.source, e.tag, h++});
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+}  // namespace
+
 std::vector<Snapshot> read_snapshots(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) raise_arg("read_snapshots", path, "cannot open the file");
   std::ostringstream ss;
   ss << f.rdbuf();
-  return parse_snapshots(ss.str(), path);
+  std::string text = ss.str();
+  if (text.compare(0, 8, "GCQSNAP1") == 0) return from_trace_snapshots(path);
+  return parse_snapshots(text, path);
 }
 
 Batch drain_umq(const Snapshot& s) {

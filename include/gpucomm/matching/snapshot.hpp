@@ -18,6 +18,8 @@ struct Snapshot {
 // Parses `{"snapshots":[{"app":..,"rank":..,"umq":[[comm,src,tag],...],"prq":[...]}]}`.
 // Throws gpucomm::Error(invalid_argument) naming the file and what is wrong.
 std::vector<Snapshot> parse_snapshots(const std::string& json_text, const std::string& origin = "<text>");
+// Reads either that JSON or the trace toolkit's binary snapshot file (magic "GCQSNAP1",
+// include/gpucomm/trace/queue_snapshot.hpp), telling them apart by the first bytes.
 std::vector<Snapshot> read_snapshots(const std::string& path);
 
 // Replays: the snapshot's UMQ drained by one receive per message with the message's envelope,
