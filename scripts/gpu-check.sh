@@ -47,7 +47,7 @@ run_step() {  # name, command...: runs, logs, records a table row
 }
 
 {
-  echo "date: $(date -u +%FT%TZ)"; echo "commit: ${GPUCOMM_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}"
+  echo "date: $(date -u +%FT%TZ)"; echo "commit: ${GPU_CHECK_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}"
   nvidia-smi -L; nvidia-smi topo -m; nvcc --version | tail -1; "$PY" --version
 } >"$raw/machine.txt" 2>&1
 cat "$raw/machine.txt" >>"$log"
@@ -87,7 +87,7 @@ fi
 import json, sys, os, glob, re, datetime, subprocess
 raw, dest, rows = sys.argv[1], sys.argv[2], sys.argv[3:]
 summary = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-           "commit": os.environ.get("GPUCOMM_COMMIT") or subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip(),
+           "commit": os.environ.get("GPU_CHECK_COMMIT") or subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip(),
            "machine": subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True).stdout.strip().splitlines(),
            "steps": rows, "benchmarks": {}}
 junit = os.path.join(raw, "ctest-junit.xml")

@@ -24,6 +24,37 @@ def pingpong_rows(machine, summary):
             + (" shared GPU |" if r.get("shared_gpu") else " |") for r in pp["results"]]
 
 
+def match_tables(machine, summary):
+    m = summary.get("benchmarks", {}).get("match.json")
+    if not m or m.get("gpu_skipped"):
+        return []
+    rows = m["matching"]
+    lengths = sorted({r["length"] for r in rows})
+    engines = ["cpu_list", "mpi", "no_unexpected", "partitioned", "hash"]
+    out = [f"### Matching rate on {machine} ({m.get('device', '?')}), average order, matches/s", "",
+           "| length | mult | " + " | ".join(engines) + " | mpi / cpu_list |",
+           "|---|---|" + "---|" * (len(engines) + 1)]
+    for length in lengths:
+        for mult in sorted({r["multiplicity"] for r in rows}):
+            val = {}
+            for e in engines:
+                v = [r["matches_per_s"] for r in rows if r["engine"] == e and r["length"] == length
+                     and r["multiplicity"] == mult and r["order"] == "average" and not r.get("skipped")]
+                val[e] = v[0] if v else None
+            cells = [f"{val[e]:.3g}" if val[e] else "n/a" for e in engines]
+            ratio = f"{val['mpi'] / val['cpu_list']:.0f}x" if val["mpi"] and val["cpu_list"] else "n/a"
+            out.append(f"| {length} | {mult:g} | " + " | ".join(cells) + f" | {ratio} |")
+    out += ["", f"### Warp-parallel queue on {machine}", "", "| warps | queues | enqueue elems/s | dequeue elems/s |",
+            "|---|---|---|---|"]
+    for q in m.get("queue", []):
+        out.append(f"| {q['warps']} | {q['queues']} | {q['enqueue_elems_per_s']:.3g} | {q['dequeue_elems_per_s']:.3g} |")
+    if m.get("replay"):
+        out += ["", f"### Replay of trace queue snapshots on {machine}", "", "| engine | snapshot | matches/s |", "|---|---|---|"]
+        for i, r in enumerate(m["replay"]):
+            out.append(f"| {r['engine']} | {r.get('order', i)} | {r['matches_per_s']:.3g} |")
+    return out
+
+
 def extra_tables(summary):
     """Benchmarks that carry their own markdown table (`markdown` key) are copied as they are."""
     out = []
@@ -42,14 +73,18 @@ def rewrite_results_md():
              "under `bench/results/<machine>/` (raw numbers, date, commit and command are in those files).", ""]
     pp = []
     extras = []
+    match = []
     for machine, f in sorted(newest.items()):
         s = json.loads(f.read_text())
         lines.append(f"- **{machine}**: {f.name}, commit `{s.get('commit', '?')[:12]}`, {s.get('date', '?')}, "
                      f"GPUs: {', '.join(s.get('machine', [])) or '?'}; tests: {s.get('ctest', {})}")
         pp += pingpong_rows(machine, s)
+        match += match_tables(machine, s)
         extras += [(machine, n, t) for n, t in extra_tables(s)]
     lines += ["", "## Ping-pong (one-way latency, median of samples)", "",
               "| machine | PEs | pair | bytes | one-way us | note |", "|---|---|---|---|---|---|"] + pp
+    if match:
+        lines += ["", "## Message matching (`gpucomm bench match --quick`)", ""] + match
     for machine, name, table in extras:
         lines += ["", f"## {name} on {machine}", "", table]
     (ROOT / "bench" / "RESULTS.md").write_text("\n".join(lines) + "\n")
