@@ -1,7 +1,5 @@
-"""``gpucomm info`` run as a user would: ``python -m gpucomm info [--json]`` on the build tree.
-
-The build tree's Python folder comes from GPUCOMM_BUILD_PYTHON_DIR (default build/ci/python,
-relative to the repository root)."""
+"""``gpucomm info`` run as a user would: ``python -m gpucomm info [--json]`` on the build tree
+(GPUCOMM_BUILD_DIR, default build/ci; see conftest.py)."""
 from __future__ import annotations
 
 import json
@@ -11,19 +9,19 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import build_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def build_python_dir() -> Path:
-    d = Path(os.environ.get("GPUCOMM_BUILD_PYTHON_DIR", "build/ci/python"))
-    return d if d.is_absolute() else ROOT / d
+    return build_dir() / "python"
 
 
 def run_gpucomm(*args: str, **env_extra: str) -> subprocess.CompletedProcess:
     pydir = build_python_dir()
     if not list((pydir / "gpucomm").glob("_core*.so")):
-        pytest.skip(f"no built extension under {pydir} (build first or set GPUCOMM_BUILD_PYTHON_DIR)")
+        pytest.skip(f"no built extension under {pydir} (build first or set GPUCOMM_BUILD_DIR)")
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCOMM_")}
     env["PYTHONPATH"] = str(pydir)
     env.update(env_extra)
