@@ -161,7 +161,11 @@ void Runtime::finalize() {
   finalized_ = true;
   if (!bootstrap_) return;
   if (!bootstrap_->failed()) {
-    quiet();
+    try {
+      quiet();
+    } catch (const std::exception& e) {  // a failed GPU still lets the others finalize
+      GPUCOMM_LOG(error, "finalize: " << e.what());
+    }
     bootstrap_->barrier();
   }
   world_ = Team();
