@@ -3,5 +3,9 @@
 namespace nb = nanobind;
 
 void bind_topology(nb::module_& m);
+void bind_runtime(nb::module_& m);
 
-void bind_all(nb::module_& m) { bind_topology(m); }
+void bind_all(nb::module_& m) {
+  bind_topology(m);
+  bind_runtime(m);
+}
