@@ -1,5 +1,7 @@
 #pragma once
 // The host side of the device-API checks: buffers, launches and comparisons (see rma_checks.cuh).
+#include <map>
+
 #include "rma_checks.cuh"
 
 namespace rma_checks {
@@ -28,7 +30,7 @@ struct Ctx {
     sig = static_cast<uint64_t*>(rt.calloc(static_cast<size_t>(n), sizeof(uint64_t)));
     RMA_CUDA(cudaMalloc(&out, kCap));
     RMA_CUDA(cudaMalloc(&res, 64 * sizeof(uint64_t)));
-    auto mine = data_of(me);
+    const auto& mine = data_of(me);
     RMA_CUDA(cudaMemcpy(src, mine.data(), kCap, cudaMemcpyHostToDevice));
     rt.barrier_all();
   }
@@ -36,7 +38,12 @@ struct Ctx {
     cudaFree(out);
     cudaFree(res);
   }
-  std::vector<uint8_t> data_of(int pe) const { return random_bytes(seed * 1000003u + static_cast<uint64_t>(pe), kCap); }
+  std::map<int, std::vector<uint8_t>> data_cache;
+  const std::vector<uint8_t>& data_of(int pe) {
+    auto it = data_cache.find(pe);
+    if (it == data_cache.end()) it = data_cache.emplace(pe, random_bytes(seed * 1000003u + static_cast<uint64_t>(pe), kCap)).first;
+    return it->second;
+  }
   void sync() {
     RMA_CUDA(cudaStreamSynchronize(s));
     rt.check_device();

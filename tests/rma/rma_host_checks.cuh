@@ -8,7 +8,7 @@ namespace rma_checks {
 inline void check_host_api(Ctx& c) {
   Runtime& rt = c.rt;
   const size_t bytes = 100000;
-  auto want_left = c.data_of(c.left), want_right = c.data_of(c.right), mine = c.data_of(c.me);
+  const auto want_left = c.data_of(c.left), want_right = c.data_of(c.right), mine = c.data_of(c.me);
   // calloc zeroes device memory
   auto* z = static_cast<uint8_t*>(rt.calloc(4096, 1));
   auto zeros = c.fetch(z, 4096);

@@ -8,7 +8,7 @@
 
 namespace rma_checks {
 
-struct Msg {
+struct alignas(16) Msg {
   uint64_t seq;
   uint64_t check;
 };

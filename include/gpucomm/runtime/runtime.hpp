@@ -141,7 +141,8 @@ class Runtime {
   void deregister_buffer(void* ptr);
 
   // Stream-ordered one-sided operations (GPU PEs): enqueued as kernels on `stream`, never
-  // synchronizing with the host, so CUDA graphs can capture them. Errors and device waits
+  // synchronizing with the host, so CUDA graphs can capture them. Local buffers must be device
+  // memory (the copies are SM kernels). Errors and device waits
   // that time out show up at the next synchronization (then call check_device()).
   void put_on_stream(void* dst, const void* src, size_t bytes, int pe, Stream stream);
   void get_on_stream(void* dst, const void* src, size_t bytes, int pe, Stream stream);
