@@ -130,6 +130,9 @@ void bind_runtime(nb::module_& m) {
       .def("zeros", [](nb::handle self, nb::handle shape, nb::handle dtype) {
              return nb::cast<PyRuntime&>(self).alloc(self, to_shape(shape), dtype, true);
            }, nb::arg("shape"), nb::arg("dtype") = "float32", "Collective: like empty, filled with zeros.")
+      .def("malloc", [](nb::handle self, nb::handle shape, nb::handle dtype) {
+             return nb::cast<PyRuntime&>(self).alloc(self, to_shape(shape), dtype, false);
+           }, nb::arg("shape"), nb::arg("dtype") = "uint8", "Collective: same as empty (default dtype uint8, shape in elements).")
       .def("free", [](PyRuntime& s, AnyArray a) { s.rt().free(s.sym_address(a, "the array")); }, nb::arg("array"),
            "Collective: returns a symmetric array's memory.")
       .def("put", [](PyRuntime& s, AnyArray dst, AnyArray src, int pe) {

@@ -116,4 +116,27 @@ TEST_F(GpuPe, BadPeIsDiagnosed) {
   }
 }
 
+__global__ void put_outside_heap(DeviceHandle h) {
+  device::put(coop::Thread{}, h, h.heap_base + h.heap_size - 8, h.heap_base, 64, 0);
+}
+
+TEST_F(GpuPe, CheckedBuildDiagnosesAddressOutsideHeap) {
+#ifndef GPUCOMM_CHECKED
+  GTEST_SKIP() << "heap-range checks exist in GPUCOMM_CHECKED builds only";
+#else
+  Runtime rt;
+  put_outside_heap<<<1, 1, 0, reinterpret_cast<cudaStream_t>(rt.stream())>>>(rt.device_handle());
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  EXPECT_NE(cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(rt.stream())), cudaSuccess);
+  try {
+    rt.check_device();
+    FAIL() << "check_device raised nothing";
+  } catch (const Error& err) {
+    EXPECT_EQ(err.code(), Errc::invalid_argument) << err.what();
+    EXPECT_NE(std::string(err.what()).find("put: heap+0x"), std::string::npos) << err.what();
+    EXPECT_NE(std::string(err.what()).find("(+64 bytes) is not inside the symmetric heap"), std::string::npos) << err.what();
+  }
+#endif
+}
+
 }  // namespace

@@ -29,7 +29,7 @@ __device__ inline void barrier_master(Coop c, const DeviceHandle& h) {
   if (detail::leader(c)) epoch = mine->master_epoch = mine->master_epoch + 1;
   epoch = detail::broadcast(c, epoch);
   if (h.size > DeviceControl::kMaxPes)
-    detail::fail(h, DeviceFault::bad_argument, op, -1, nullptr, Cmp::le, static_cast<uint64_t>(h.size), DeviceControl::kMaxPes, 0);
+    detail::fail(h, DeviceFault::bad_argument, op, -1, nullptr, Cmp::lt, static_cast<uint64_t>(h.size - 1), DeviceControl::kMaxPes, 0);
   const int t = coop::thread_rank(c), n = coop::size(c);
   if (h.rank == 0) {
     for (int r = 1 + t; r < h.size; r += n) detail::wait(h, &mine->arrive[r], Cmp::ge, epoch, op, r);
