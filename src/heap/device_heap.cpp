@@ -75,7 +75,16 @@ DeviceHeap::DeviceHeap(bootstrap::Bootstrap& b, const std::vector<int>& node_of,
   PeRecord mine{};
   mine.device = device;
   mine.vmm_ok = mapping != "ipc" && probe_vmm(device, mine) ? 1 : 0;
-  if (mine.vmm_ok) mine.region_bytes = (want + mine.granularity - 1) / mine.granularity * mine.granularity;
+  if (mine.vmm_ok) {
+    // Create and export before the decision, so that a failure here (e.g. fd export refused
+    // in a container) makes every PE fall back together instead of failing one PE.
+    mine.region_bytes = (want + mine.granularity - 1) / mine.granularity * mine.granularity;
+    std::string why;
+    if (!create_vmm(mine.region_bytes, &why)) {
+      mine.vmm_ok = 0;
+      std::strncpy(mine.why, why.c_str(), sizeof mine.why - 1);
+    }
+  }
   auto all = b.allgather(std::string(reinterpret_cast<const char*>(&mine), sizeof mine));
   std::vector<PeRecord> recs(static_cast<size_t>(n));
   bool all_vmm = true;
@@ -88,9 +97,15 @@ DeviceHeap::DeviceHeap(bootstrap::Bootstrap& b, const std::vector<int>& node_of,
       first_no = "rank " + std::to_string(r) + ": " + std::string(recs[static_cast<size_t>(r)].why, strnlen(recs[static_cast<size_t>(r)].why, sizeof mine.why));
     }
   }
+  mapping_ = all_vmm ? "vmm" : "ipc";
+  if (!all_vmm && own_handle_) {  // created for nothing: another PE cannot use VMM
+    ::close(own_fd_);
+    own_fd_ = -1;
+    cuda_driver().mem_release(own_handle_);
+    own_handle_ = 0;
+  }
   if (mapping == "vmm" && !all_vmm)
     raise(Errc::unsupported, "DeviceHeap", "GPUCOMM_HEAP_MAPPING=vmm, but " + first_no + " (use ipc or auto)");
-  mapping_ = all_vmm ? "vmm" : "ipc";
   if (mapping == "auto" && !all_vmm) GPUCOMM_LOG(info, "GPU heap falls back to CUDA IPC: " << first_no);
 
   peer_bases_.assign(static_cast<size_t>(n), nullptr);
@@ -123,17 +138,38 @@ DeviceHeap::DeviceHeap(bootstrap::Bootstrap& b, const std::vector<int>& node_of,
   b.barrier();
 }
 
+bool DeviceHeap::create_vmm(size_t bytes, std::string* why) {
+  const CudaDriver& d = cuda_driver();
+  CUmemAllocationProp prop = vmm_prop(device_);
+  CUmemGenericAllocationHandle h = 0;
+  CUresult r = d.mem_create(&h, bytes, &prop, 0);
+  if (r != CUDA_SUCCESS) {
+    const char* text = nullptr;
+    d.get_error_string(r, &text);
+    *why = std::string("cuMemCreate: ") + (text ? text : "error");
+    return false;
+  }
+  int fd = -1;
+  r = d.mem_export(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+  if (r != CUDA_SUCCESS) {
+    const char* text = nullptr;
+    d.get_error_string(r, &text);
+    *why = std::string("cuMemExportToShareableHandle: ") + (text ? text : "error");
+    d.mem_release(h);
+    return false;
+  }
+  own_handle_ = h;
+  own_fd_ = fd;
+  return true;
+}
+
 void DeviceHeap::map_vmm(bootstrap::Bootstrap& b, const std::vector<int>& local, const std::vector<size_t>& sizes,
                          const std::string& job_tag) {
   const CudaDriver& d = cuda_driver();
   const int me = b.rank();
-  CUmemAllocationProp prop = vmm_prop(device_);
-  CUmemGenericAllocationHandle h = 0;
-  check_cu(d.mem_create(&h, region_bytes_, &prop, 0), "cuMemCreate",
-           "GPU heap of " + std::to_string(region_bytes_) + " bytes on device " + std::to_string(device_));
-  own_handle_ = h;
-  int fd = -1;
-  check_cu(d.mem_export(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0), "cuMemExportToShareableHandle", "GPU heap");
+  const CUmemGenericAllocationHandle h = own_handle_;
+  const int fd = own_fd_;
+  own_fd_ = -1;
   std::vector<std::vector<int>> fds;
   try {
     fds = exchange_fds(b, local, {fd}, job_tag + "-gpuheap");
@@ -209,6 +245,8 @@ DeviceHeap::~DeviceHeap() { release(); }
 void DeviceHeap::release() {
   if (device_peer_bases_) (void)cudaFree(device_peer_bases_);
   device_peer_bases_ = nullptr;
+  if (own_fd_ >= 0) ::close(own_fd_);
+  own_fd_ = -1;
   if (!vmm_.empty() || own_handle_) {
     (void)cudaDeviceSynchronize();
     const CudaDriver& d = cuda_driver();

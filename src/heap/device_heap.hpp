@@ -32,6 +32,7 @@ class DeviceHeap final : public SymmetricHeap {
   size_t region_bytes() const { return region_bytes_; }
 
  private:
+  bool create_vmm(size_t bytes, std::string* why);  // this PE's region and its exported fd
   void map_vmm(bootstrap::Bootstrap& b, const std::vector<int>& local, const std::vector<size_t>& sizes,
                const std::string& job_tag);
   void map_ipc(bootstrap::Bootstrap& b, const std::vector<int>& node_of);
@@ -49,6 +50,7 @@ class DeviceHeap final : public SymmetricHeap {
   };
   std::vector<VmmMapping> vmm_;
   unsigned long long own_handle_ = 0;
+  int own_fd_ = -1;
   std::unique_ptr<IpcShare> ipc_;
   char** device_peer_bases_ = nullptr;
 };

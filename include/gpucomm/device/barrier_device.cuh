@@ -17,6 +17,14 @@ namespace detail {
 __device__ inline DeviceControl* control_of(const DeviceHandle& h, int pe, DeviceOp op) {
   return reinterpret_cast<DeviceControl*>(peer_base(h, pe, op, nullptr) - kDeviceControlBytes);
 }
+// The PE's own epoch counter: volatile, so that whichever SM runs the next barrier reads the
+// value the previous one wrote (L1 is not coherent between SMs).
+__device__ inline uint64_t bump_epoch(uint64_t* counter) {
+  volatile uint64_t* v = counter;
+  const uint64_t e = *v + 1;
+  *v = e;
+  return e;
+}
 }  // namespace detail
 
 template <class Coop>
@@ -26,7 +34,7 @@ __device__ inline void barrier_master(Coop c, const DeviceHandle& h) {
   if (h.size == 1) return;
   DeviceControl* mine = detail::control_of(h, h.rank, op);
   uint64_t epoch = 0;
-  if (detail::leader(c)) epoch = mine->master_epoch = mine->master_epoch + 1;
+  if (detail::leader(c)) epoch = detail::bump_epoch(&mine->master_epoch);
   epoch = detail::broadcast(c, epoch);
   if (h.size > DeviceControl::kMaxPes)
     detail::fail(h, DeviceFault::bad_argument, op, -1, nullptr, Cmp::lt, static_cast<uint64_t>(h.size - 1), DeviceControl::kMaxPes, 0);
@@ -49,7 +57,7 @@ __device__ inline void barrier_dissemination(Coop c, const DeviceHandle& h) {
   if (h.size == 1) return;
   if (detail::leader(c)) {
     DeviceControl* mine = detail::control_of(h, h.rank, op);
-    const uint64_t epoch = mine->diss_epoch = mine->diss_epoch + 1;
+    const uint64_t epoch = detail::bump_epoch(&mine->diss_epoch);
     for (int round = 0, dist = 1; dist < h.size; ++round, dist <<= 1) {
       const int to = (h.rank + dist) % h.size;
       const int from = ((h.rank - dist) % h.size + h.size) % h.size;
