@@ -24,7 +24,9 @@ IpcShare::IpcShare(bootstrap::Bootstrap& b, const std::vector<int>& node_of, voi
   check_cu(cuda_driver().mem_get_address_range(&base, &alloc_bytes, reinterpret_cast<CUdeviceptr>(local)),
            "cuMemGetAddressRange", what + ": the pointer is not device memory allocated with cudaMalloc");
   Record mine{};
-  check_cuda(cudaIpcGetMemHandle(&mine.handle, reinterpret_cast<void*>(base)), "cudaIpcGetMemHandle", what);
+  check_cuda(cudaIpcGetMemHandle(&mine.handle, reinterpret_cast<void*>(base)), "cudaIpcGetMemHandle",
+             what + " (CUDA IPC shares cudaMalloc allocations; memory from cuMemCreate or cudaMallocAsync pools cannot be "
+                    "shared this way: allocate it with cudaMalloc or inside the symmetric heap)");
   mine.offset = reinterpret_cast<uintptr_t>(local) - base;
   mine.bytes = bytes;
   auto all = b.allgather(std::string(reinterpret_cast<const char*>(&mine), sizeof mine));
