@@ -12,7 +12,8 @@ target_compile_options(gpucomm_flags INTERFACE
   $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wno-unused-parameter>
   $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -Xcompiler=-Wall,-Wextra,-Wno-unused-parameter>)
 if(GPUCOMM_WARNINGS_AS_ERRORS)
-  target_compile_options(gpucomm_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
+  target_compile_options(gpucomm_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Werror>
+                                                 $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings -Xcompiler=-Werror>)
 endif()
 if(GPUCOMM_CHECKED)
   target_compile_definitions(gpucomm_flags INTERFACE GPUCOMM_CHECKED=1)

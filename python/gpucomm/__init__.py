@@ -21,6 +21,21 @@ def _load_core():
     return core
 
 
+def _shape(shape) -> list[int]:
+    return [int(shape)] if isinstance(shape, int) else [int(s) for s in shape]
+
+
+def empty(shape, dtype="float32"):
+    """Collective: a symmetric array of the current Runtime (DLPack: ``numpy.from_dlpack``,
+    ``torch.from_dlpack``, ``cupy.from_dlpack``); device memory on GPU PEs."""
+    return _load_core().Runtime.current().empty(_shape(shape), dtype)
+
+
+def zeros(shape, dtype="float32"):
+    """Collective: like :func:`empty`, filled with zeros."""
+    return _load_core().Runtime.current().zeros(_shape(shape), dtype)
+
+
 def __getattr__(name: str):
     # Lazy access to the extension's API: gpucomm.Runtime, gpucomm.topology(), ...
     if name.startswith("__") or name == "_core":

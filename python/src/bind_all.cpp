@@ -3,10 +3,12 @@
 namespace nb = nanobind;
 
 void bind_topology(nb::module_& m);
+void bind_runtime(nb::module_& m);
 
 void bind_system(nb::module_& m);
 
 void bind_all(nb::module_& m) {
   bind_system(m);
   bind_topology(m);
+  bind_runtime(m);
 }

@@ -37,6 +37,7 @@ constexpr Variable kVariables[] = {
     {"GPUCOMM_TEST_EXPECT_NVLINKS", "", "Tests only: the number of NVLink links every pair of GPUs must have (18 on the 2x H200 machine); unset, the topology tests only check that NVLink counts and peer access agree."},
     {"GPUCOMM_TRACES_DIR", "", "Tests only: folder of the shared reference traces (default: the first shared/traces folder beside the repository or above it); the trace tests skip with a reason when none is found."},
     {"GPUCOMM_HEAP_SIZE", "128M", "Bytes of symmetric heap per PE (K, M, G suffixes)."},
+    {"GPUCOMM_HEAP_MAPPING", "auto", "How GPU PEs map each other's heaps: `vmm` (cuMemCreate, file descriptors passed over Unix sockets, cuMemMap), `ipc` (cudaMalloc + CUDA IPC handles) or `auto` (vmm when every PE supports it)."},
 };
 
 std::once_flag g_warn_once;

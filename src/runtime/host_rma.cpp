@@ -1,12 +1,14 @@
-// Host-side one-sided operations on host-memory PEs: plain copies and std::atomic_ref on the
+// Host-side one-sided operations. On host-memory PEs: plain copies and std::atomic_ref on the
 // peers' mapped regions. Ordering: data is written with ordinary stores, signals with release
 // operations, waits load with acquire, so a PE that sees a signal sees the data put before it.
+// GPU PEs go through gpu_rma.cpp (copies and small kernels on the runtime's stream).
 #include <atomic>
 #include <cstring>
 
 #include "../heap/host_heap.hpp"
 #include "gpucomm/core/error.hpp"
 #include "gpucomm/runtime/runtime.hpp"
+#include "gpu_kernels.hpp"
 #include "host_wait.hpp"
 
 namespace gpucomm {
@@ -34,8 +36,7 @@ bool compare(T seen, Cmp cmp, T value) {
 
 char* Runtime::remote(const void* sym, size_t bytes, int pe, const char* op) const {
   check_pe(pe, op);
-  if (!heap_)
-    raise(Errc::unsupported, op, "host-side one-sided operations on GPU PEs come with the one-sided layer");
+  if (!heap_) raise(Errc::internal, op, "the runtime has no symmetric heap");
   if (!heap_->contains(sym, bytes))
     raise_arg(op, "symmetric address", hex(reinterpret_cast<uintptr_t>(sym)) + " (+" + std::to_string(bytes) +
                                            " bytes) is not inside the symmetric heap [" +
@@ -45,23 +46,26 @@ char* Runtime::remote(const void* sym, size_t bytes, int pe, const char* op) con
   if (!p)
     raise(Errc::unsupported, op,
           "PE " + std::to_string(pe) + " is on node " + std::to_string(node_of_[static_cast<size_t>(pe)]) +
-              "; host-memory PEs reach other nodes only through the UCX transport");
+              " and not directly reachable from this PE (PEs on other nodes are reached through the proxy transports)");
   return p;
 }
 
 void Runtime::put(void* dst, const void* src, size_t bytes, int pe) {
   char* r = remote(dst, bytes, pe, "put");
+  if (gpu_) return gpu_copy(r, src, bytes, "put");
   if (bytes) std::memmove(r, src, bytes);
 }
 
 void Runtime::get(void* dst, const void* src, size_t bytes, int pe) {
   char* r = remote(src, bytes, pe, "get");
+  if (gpu_) return gpu_copy(dst, r, bytes, "get");
   if (bytes) std::memmove(dst, r, bytes);
 }
 
 void Runtime::signal(uint64_t* sig, uint64_t value, SignalOp op, int pe) {
   char* r = remote(sig, sizeof(uint64_t), pe, "signal");
   GPUCOMM_CHECK_ARG(reinterpret_cast<uintptr_t>(sig) % alignof(uint64_t) == 0, "signal", "sig", "is not 8-byte aligned");
+  if (gpu_) return gpu_signal(sig, value, op, pe);
   std::atomic_ref<uint64_t> s(*reinterpret_cast<uint64_t*>(r));
   if (op == SignalOp::set)
     s.store(value, std::memory_order_release);
@@ -76,6 +80,11 @@ void Runtime::put_signal(void* dst, const void* src, size_t bytes, uint64_t* sig
 
 uint64_t Runtime::signal_fetch(const uint64_t* sig) {
   char* r = remote(sig, sizeof(uint64_t), rank_, "signal_fetch");
+  if (gpu_) {
+    uint64_t v;
+    gpu_read(&v, r, sizeof v);
+    return v;
+  }
   return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(r)).load(std::memory_order_acquire);
 }
 
@@ -84,6 +93,7 @@ T Runtime::wait_until(T* ivar, Cmp cmp, T value) {
   static_assert(std::is_integral_v<T>);
   remote(ivar, sizeof(T), rank_, "wait_until");
   GPUCOMM_CHECK_ARG(reinterpret_cast<uintptr_t>(ivar) % alignof(T) == 0, "wait_until", "ivar", "is not aligned");
+  if (gpu_) return gpu_wait_until(ivar, cmp, value);
   std::atomic_ref<T> word(*ivar);
   T seen = word.load(std::memory_order_acquire);
   detail::host_wait([&] { return compare(seen = word.load(std::memory_order_acquire), cmp, value); }, *bootstrap_, timeout_ms_,
@@ -97,65 +107,94 @@ T Runtime::wait_until(T* ivar, Cmp cmp, T value) {
 template <class T>
 bool Runtime::test(T* ivar, Cmp cmp, T value) {
   remote(ivar, sizeof(T), rank_, "test");
+  if (gpu_) {
+    T v;
+    gpu_read(&v, ivar, sizeof v);
+    return compare(v, cmp, value);
+  }
   return compare(std::atomic_ref<T>(*ivar).load(std::memory_order_acquire), cmp, value);
 }
 
-#define GPUCOMM_ATOMIC_PROLOGUE(name)                                                                         \
+#define GPUCOMM_ATOMIC_PROLOGUE(opname)                                                                        \
+  const char* name = opname;                                                                                   \
   char* r = remote(dst, sizeof(T), pe, name);                                                                  \
   GPUCOMM_CHECK_ARG(reinterpret_cast<uintptr_t>(dst) % sizeof(T) == 0, name, "dst",                           \
                     "is not aligned to " + std::to_string(sizeof(T)) + " bytes");                              \
+  (void)r;                                                                                                     \
+  auto on_gpu = [&](detail::AtomicKind k, T x, T y) {                                                          \
+    return static_cast<T>(gpu_atomic(static_cast<int>(k), sizeof(T), const_cast<T*>(dst), static_cast<uint64_t>(x), \
+                                     static_cast<uint64_t>(y), pe, name));                                     \
+  };                                                                                                           \
   std::atomic_ref<T> a(*reinterpret_cast<T*>(r))
 
 template <class T>
 T Runtime::atomic_fetch(const T* dst, int pe) {
   GPUCOMM_ATOMIC_PROLOGUE("atomic_fetch");
+  if (gpu_) return on_gpu(detail::AtomicKind::fetch, T(0), T(0));
   return a.load(std::memory_order_acquire);
 }
 template <class T>
 void Runtime::atomic_set(T* dst, T value, int pe) {
   GPUCOMM_ATOMIC_PROLOGUE("atomic_set");
+  if (gpu_) {
+    on_gpu(detail::AtomicKind::set, value, T(0));
+    return;
+  }
   a.store(value, std::memory_order_release);
 }
 template <class T>
 T Runtime::atomic_fetch_add(T* dst, T value, int pe) {
   GPUCOMM_ATOMIC_PROLOGUE("atomic_fetch_add");
+  if (gpu_) return on_gpu(detail::AtomicKind::fetch_add, value, T(0));
   return a.fetch_add(value, std::memory_order_acq_rel);
 }
 template <class T>
 T Runtime::atomic_swap(T* dst, T value, int pe) {
   GPUCOMM_ATOMIC_PROLOGUE("atomic_swap");
+  if (gpu_) return on_gpu(detail::AtomicKind::swap, value, T(0));
   return a.exchange(value, std::memory_order_acq_rel);
 }
 template <class T>
 T Runtime::atomic_compare_swap(T* dst, T expected, T desired, int pe) {
   GPUCOMM_ATOMIC_PROLOGUE("atomic_compare_swap");
+  if (gpu_) return on_gpu(detail::AtomicKind::compare_swap, expected, desired);
   a.compare_exchange_strong(expected, desired, std::memory_order_acq_rel, std::memory_order_acquire);
   return expected;  // the old value, whether or not the swap happened
 }
 template <class T>
 T Runtime::atomic_fetch_and(T* dst, T value, int pe) {
   GPUCOMM_ATOMIC_PROLOGUE("atomic_fetch_and");
+  if (gpu_) return on_gpu(detail::AtomicKind::fetch_and, value, T(0));
   return a.fetch_and(value, std::memory_order_acq_rel);
 }
 template <class T>
 T Runtime::atomic_fetch_or(T* dst, T value, int pe) {
   GPUCOMM_ATOMIC_PROLOGUE("atomic_fetch_or");
+  if (gpu_) return on_gpu(detail::AtomicKind::fetch_or, value, T(0));
   return a.fetch_or(value, std::memory_order_acq_rel);
 }
 template <class T>
 T Runtime::atomic_fetch_xor(T* dst, T value, int pe) {
   GPUCOMM_ATOMIC_PROLOGUE("atomic_fetch_xor");
+  if (gpu_) return on_gpu(detail::AtomicKind::fetch_xor, value, T(0));
   return a.fetch_xor(value, std::memory_order_acq_rel);
 }
 #undef GPUCOMM_ATOMIC_PROLOGUE
 
-void Runtime::fence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
-void Runtime::quiet() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+void Runtime::fence() {
+  if (gpu_) return gpu_sync("fence");
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+void Runtime::quiet() {
+  if (gpu_) return gpu_sync("quiet");
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
 
 void Runtime::barrier(const Team& team) {
   GPUCOMM_CHECK_ARG(team.valid(), "barrier", "team", "is not a team this PE belongs to");
   quiet();
   Team::State& t = *team.state_;
+  if (gpu_ && t.id == 0 && gpu_all_reachable()) return gpu_device_barrier();
   bool direct = heap_ && heap_->kind() == heap::MemoryKind::host;
   for (int m : t.members) direct = direct && heap_->peer_base(m) != nullptr;
   if (direct) {

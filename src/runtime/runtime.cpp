@@ -8,9 +8,11 @@
 #include <map>
 
 #include "../bootstrap/rendezvous.hpp"
+#include "../heap/device_heap.hpp"
 #include "../heap/host_heap.hpp"
 #include "allocator_state.hpp"
 #include "device_select.hpp"
+#include "gpu_state.hpp"
 #include "gpucomm/core/env.hpp"
 #include "gpucomm/core/error.hpp"
 #include "gpucomm/core/log.hpp"
@@ -114,10 +116,21 @@ void Runtime::init(const RuntimeOptions& opts) {
   if (kind_ == PeKind::gpu) detail::activate_device(device_id_);
 
   size_t heap_bytes = opts.heap_bytes ? opts.heap_bytes : static_cast<size_t>(env::get_int("GPUCOMM_HEAP_SIZE", 128LL << 20));
+  // Every PE must agree on the heap kind: a job mixes GPU and host-memory PEs only by mistake.
+  auto kinds = bootstrap_->allgather(kind_ == PeKind::gpu ? "gpu" : "host");
+  for (int r = 0; r < size_; ++r)
+    if (kinds[static_cast<size_t>(r)] != kinds[static_cast<size_t>(rank_)])
+      raise(Errc::unsupported, "Runtime",
+            "rank " + std::to_string(r) + " is a " + kinds[static_cast<size_t>(r)] + " PE and this one a " +
+                kinds[static_cast<size_t>(rank_)] + " PE; set GPUCOMM_DEVICE the same way on every PE");
   if (kind_ == PeKind::host) {
     heap_ = std::make_unique<heap::HostHeap>(*bootstrap_, node_of_, heap_bytes, job_tag_);
-    alloc_ = std::make_unique<AllocatorState>(heap_->size());
+  } else {
+    heap_ = std::make_unique<heap::DeviceHeap>(*bootstrap_, node_of_, device_id_, heap_bytes, job_tag_,
+                                               env::get_string("GPUCOMM_HEAP_MAPPING", "auto"));
+    gpu_init();
   }
+  alloc_ = std::make_unique<AllocatorState>(heap_->size());
 
   team_slots_ = std::make_shared<std::atomic<uint64_t>>(uint64_t(3));  // world and node
   world_ = make_team(0, [&] {
@@ -148,11 +161,16 @@ void Runtime::finalize() {
   finalized_ = true;
   if (!bootstrap_) return;
   if (!bootstrap_->failed()) {
-    quiet();
+    try {
+      quiet();
+    } catch (const std::exception& e) {  // a failed GPU still lets the others finalize
+      GPUCOMM_LOG(error, "finalize: " << e.what());
+    }
     bootstrap_->barrier();
   }
   world_ = Team();
   node_ = Team();
+  gpu_.reset();
   heap_.reset();
   alloc_.reset();
   bootstrap_->finalize();
@@ -171,15 +189,13 @@ std::string Runtime::describe() const {
                   std::to_string(local_rank_) + " of " + std::to_string(local_size_) + ", node " + std::to_string(node_id()) +
                   " of " + std::to_string(num_nodes_) + "), ";
   s += kind_ == PeKind::gpu ? "GPU PE on device " + std::to_string(device_id_) : std::string("host-memory PE");
+  if (auto* dh = dynamic_cast<const heap::DeviceHeap*>(heap_.get())) s += " (heap mapped with " + dh->mapping() + ")";
   s += ", launched by " + launcher_ + ", bootstrap: " + bootstrap_->describe();
   return s;
 }
 
 heap::SymmetricHeap& Runtime::heap() {
-  if (!heap_)
-    raise(Errc::unsupported, "Runtime::heap",
-          "GPU PEs get their symmetric heap from the one-sided layer, which this build does not provide yet; "
-          "use GPUCOMM_DEVICE=host for host-memory PEs");
+  if (!heap_) raise(Errc::internal, "Runtime::heap", "the runtime is finalized");
   return *heap_;
 }
 

@@ -1,7 +1,9 @@
 // Collective symmetric allocation.
 #include <cstring>
 
+#include "../heap/cuda_driver.hpp"
 #include "allocator_state.hpp"
+#include "gpu_state.hpp"
 #include "gpucomm/core/error.hpp"
 #include "gpucomm/runtime/runtime.hpp"
 
@@ -49,7 +51,12 @@ void* Runtime::calloc(size_t count, size_t size) {
   GPUCOMM_CHECK_ARG(size == 0 || count <= SIZE_MAX / size, "Runtime::calloc", "count", "count * size overflows");
   size_t bytes = count * size;
   void* p = aligned_alloc(256, bytes);
-  std::memset(p, 0, bytes);
+  if (gpu_) {
+    heap::check_cuda(cudaMemsetAsync(p, 0, bytes, gpu_->stream), "cudaMemsetAsync", "Runtime::calloc");
+    gpu_sync("calloc");
+  } else {
+    std::memset(p, 0, bytes);
+  }
   barrier_all();
   return p;
 }

@@ -36,7 +36,7 @@ template <class Coop, class Pred, class Emit>
 __device__ __forceinline__ uint32_t ordered_emit(Coop c, uint32_t n, uint32_t* sums, Pred pred, Emit emit) {
   uint32_t base = 0;
   for (uint32_t start = 0; start < n; start += coop::size(c)) {
-    const uint32_t i = start + coop::rank(c);
+    const uint32_t i = start + coop::thread_rank(c);
     const bool p = i < n && pred(i);
     uint32_t total;
     const uint32_t pos = exclusive_count(c, p, total, sums);
@@ -54,7 +54,7 @@ __device__ __forceinline__ uint32_t compact_untaken(Coop c, Envelope* q, uint32_
                                                     uint32_t* sums) {
   uint32_t base = 0;
   for (uint32_t start = 0; start < n; start += coop::size(c)) {
-    const uint32_t i = start + coop::rank(c);
+    const uint32_t i = start + coop::thread_rank(c);
     const bool keep = i < n && !((taken[i >> 5] >> (i & 31)) & 1u);
     Envelope e{};
     if (keep) e = q[i];

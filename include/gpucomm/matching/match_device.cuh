@@ -34,7 +34,7 @@ __device__ __forceinline__ uint32_t* sums_of(Shared& s) {
 template <class Coop, class Shared, class Pred>
 __device__ bool any_entry(Coop c, const Envelope* q, uint32_t n, Shared& s, Pred pred) {
   for (uint32_t start = 0; start < n; start += coop::size(c)) {
-    const uint32_t i = start + coop::rank(c);
+    const uint32_t i = start + coop::thread_rank(c);
     uint32_t t;
     exclusive_count(c, i < n && pred(q[i]), t, sums_of(s));
     if (t) return true;  // t is the same on every thread
@@ -47,7 +47,7 @@ __device__ bool any_entry(Coop c, const Envelope* q, uint32_t n, Shared& s, Pred
 template <class Coop, class Shared, class Phase>
 __device__ void run_batch(Coop c, const MatchJob& job, Shared& s, bool no_unexpected, uint32_t max_targets,
                           Phase phase) {
-  const bool leader = coop::rank(c) == 0;
+  const bool leader = coop::thread_rank(c) == 0;
   uint32_t umq_n = *job.umq_size, prq_n = *job.prq_size;
   coop::sync(c);  // everyone has read the sizes before the leader rewrites them
   if (prq_n > max_targets || umq_n + job.n_msgs > max_targets) {

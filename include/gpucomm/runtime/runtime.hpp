@@ -11,16 +11,28 @@
 #include <vector>
 
 #include "gpucomm/bootstrap/bootstrap.hpp"
+#include "gpucomm/device/handle.hpp"
 #include "gpucomm/heap/symmetric_heap.hpp"
 #include "gpucomm/runtime/team.hpp"
 
+struct CUstream_st;
+
 namespace gpucomm {
 
+// A CUDA stream (cudaStream_t), declared here so that this header does not need CUDA's.
+using Stream = ::CUstream_st*;
+
 enum class PeKind { host, gpu };
-enum class Cmp { eq, ne, gt, ge, lt, le };
-enum class SignalOp { set, add };
 
 const char* cmp_name(Cmp c);
+
+// A user buffer made reachable from every PE of the node (Runtime::register_buffer).
+struct RegisteredBuffer {
+  void* local = nullptr;
+  size_t bytes = 0;
+  std::vector<void*> peers;              // each PE's buffer as mapped here (nullptr: unreachable)
+  void* const* device_peers = nullptr;   // the same table in device memory, for kernels
+};
 
 struct RuntimeOptions {
   // Join an explicit job (like a communicator init) instead of reading the environment.
@@ -60,6 +72,8 @@ class Runtime {
   Team split(const Team& parent, int color, int key);
 
   bootstrap::Bootstrap& bootstrap() { return *bootstrap_; }
+  // The symmetric heap: shared host memory on host-memory PEs, device memory on GPU PEs
+  // (addresses of GPU PEs' heaps are device addresses: use them in kernels and copies).
   heap::SymmetricHeap& heap();
   // True once the job failed (another PE died or the store vanished); failure() says why.
   bool failed() const;
@@ -73,7 +87,7 @@ class Runtime {
   template <class T>
   T* alloc(size_t count) { return static_cast<T*>(aligned_alloc(alignof(T) > 256 ? alignof(T) : 256, count * sizeof(T))); }
   // Direct address of `pe`'s copy of symmetric object `ptr`, usable for loads and stores from
-  // this process, or nullptr when `pe` is not directly reachable.
+  // this process (from its kernels on GPU PEs), or nullptr when `pe` is not directly reachable.
   void* ptr(const void* sym, int pe) const;
 
   // ---- one-sided operations (host side) ----
@@ -111,6 +125,34 @@ class Runtime {
   void barrier(const Team& team);
   void barrier_all() { barrier(world_); }
 
+  // ---- GPU PEs ----
+  // What kernels need to use the device API (gpucomm/device/gpucomm_device.cuh); pass it by
+  // value. Raises Errc::unsupported on host-memory PEs.
+  DeviceHandle device_handle() const;
+  // Raises the failure a kernel of this PE recorded (a device wait that timed out: Errc::timeout;
+  // a checked-mode argument fault: Errc::invalid_argument), naming rank, operation, address,
+  // expected and seen values, block and thread. Does nothing when no failure was recorded.
+  void check_device() const;
+  // The stream the host-side operations of GPU PEs run on.
+  Stream stream() const;
+  // Collective: makes a device buffer (cudaMalloc'd, or inside the symmetric heap) reachable from
+  // the other PEs of the node. Same byte count on every PE. deregister_buffer is collective too.
+  const RegisteredBuffer& register_buffer(void* ptr, size_t bytes);
+  void deregister_buffer(void* ptr);
+
+  // Stream-ordered one-sided operations (GPU PEs): enqueued as kernels on `stream`, never
+  // synchronizing with the host, so CUDA graphs can capture them. Local buffers must be device
+  // memory (the copies are SM kernels). Errors and device waits
+  // that time out show up at the next synchronization (then call check_device()).
+  void put_on_stream(void* dst, const void* src, size_t bytes, int pe, Stream stream);
+  void get_on_stream(void* dst, const void* src, size_t bytes, int pe, Stream stream);
+  void put_signal_on_stream(void* dst, const void* src, size_t bytes, uint64_t* sig, uint64_t value, SignalOp op, int pe,
+                            Stream stream);
+  void signal_on_stream(uint64_t* sig, uint64_t value, SignalOp op, int pe, Stream stream);
+  void wait_until_on_stream(uint64_t* sig, Cmp cmp, uint64_t value, Stream stream);
+  // Barrier over all PEs (device dissemination barrier), ordered after earlier work on `stream`.
+  void barrier_on_stream(Stream stream);
+
  private:
   void init(const RuntimeOptions& opts);
   void finalize();
@@ -118,9 +160,21 @@ class Runtime {
   void check_pe(int pe, const char* op) const;
   Team make_team(int slot, std::vector<int> members);
   void host_barrier(Team::State& t);
+  // GPU PEs (gpu_rma.cpp)
+  void gpu_init();
+  void gpu_sync(const char* op);  // waits for the host-operation stream; raises with the device record
+  void gpu_read(void* out, const void* device_src, size_t bytes);
+  void gpu_copy(void* dst, const void* src, size_t bytes, const char* op);
+  void gpu_signal(uint64_t* sig, uint64_t value, SignalOp op, int pe);
+  bool gpu_all_reachable() const;
+  uint64_t gpu_atomic(int kind, unsigned width, void* dst, uint64_t a, uint64_t b, int pe, const char* name);
+  void gpu_device_barrier();
+  template <class T> T gpu_wait_until(T* ivar, Cmp cmp, T value);
 
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
   std::unique_ptr<heap::SymmetricHeap> heap_;
+  struct GpuState;
+  std::unique_ptr<GpuState> gpu_;
   struct AllocatorState;
   std::unique_ptr<AllocatorState> alloc_;
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1, num_nodes_ = 1;

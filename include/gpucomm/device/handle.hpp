@@ -1,0 +1,70 @@
+#pragma once
+// What a kernel needs to reach the symmetric heap: gpucomm::DeviceHandle, a plain struct passed
+// to kernels by value (Runtime::device_handle()). Also the layout of the per-PE control block
+// (barrier flags) at the start of each PE's heap region, and the diagnostic record a failing
+// device wait leaves in host-mapped memory. Plain C++: host and device code include it.
+#include <cstddef>
+#include <cstdint>
+
+namespace gpucomm {
+
+enum class Cmp : uint32_t { eq, ne, gt, ge, lt, le };
+enum class SignalOp : uint32_t { set, add };
+
+// Device operations named in diagnostics (device_op_name() on the host).
+enum class DeviceOp : uint32_t {
+  none, put, get, p, g, put_signal, signal, signal_wait_until, wait_until, test, atomic,
+  barrier_master, barrier_dissemination, ptr, copy
+};
+
+enum class DeviceFault : uint32_t { none = 0, timeout = 1, bad_argument = 2, unreachable = 3 };
+
+// Written once by the first device thread that fails; read by Runtime::check_device().
+struct DeviceDiag {
+  static constexpr uint32_t kEmpty = 0, kWriting = 1, kReady = 2;
+  uint32_t state;
+  DeviceFault fault;
+  DeviceOp op;
+  Cmp cmp;
+  int32_t rank;
+  int32_t peer;          // -1 when the operation has no peer
+  uint64_t offset;       // heap offset of the address (or the raw address when outside the heap)
+  uint32_t in_heap;      // 1 when `offset` is a heap offset
+  uint32_t reserved;
+  uint64_t expected;     // value waited for (timeouts) or the bad value (argument faults)
+  uint64_t seen;         // last value seen (timeouts) or the limit it broke (argument faults)
+  uint64_t elapsed_ns;
+  uint32_t block[3];
+  uint32_t thread[3];
+};
+
+// Start of each PE's heap region, before the user part. Only device code and the heap's
+// zero-fill touch it. Epoch counters are written by their own PE only.
+struct DeviceControl {
+  static constexpr int kMaxPes = 1024;    // master barrier arrivals
+  static constexpr int kMaxRounds = 32;   // dissemination rounds
+  uint64_t master_epoch;                  // barriers of the master kind this PE entered
+  uint64_t diss_epoch;                    // dissemination barriers this PE entered
+  uint64_t reserved[14];
+  alignas(128) uint64_t release;          // master barrier: epoch released by PE 0
+  alignas(128) uint64_t diss[kMaxRounds]; // dissemination: notifications received per round
+  alignas(128) uint64_t arrive[kMaxPes];  // master barrier (on PE 0): epoch each PE arrived at
+};
+
+// Bytes reserved before the user part of each GPU PE's region.
+inline constexpr size_t kDeviceControlBytes = 64 * 1024;
+static_assert(sizeof(DeviceControl) <= kDeviceControlBytes);
+
+struct DeviceHandle {
+  int32_t rank;
+  int32_t size;
+  char* heap_base;            // this PE's user part (the symmetric addresses)
+  uint64_t heap_size;
+  char* const* peer_bases;    // device array [size]: each PE's user part as mapped here, or nullptr
+  DeviceDiag* diag;           // host-mapped, for failures
+  uint64_t timeout_ns;        // 0: waits never time out
+};
+
+const char* device_op_name(DeviceOp op);
+
+}  // namespace gpucomm

@@ -1,0 +1,144 @@
+#pragma once
+// One-sided operations from device code on the symmetric heap (see docs/RMA.md).
+//
+// Every function takes the cooperation level first where a group can share the work, then the
+// DeviceHandle. All threads of the group call with the same arguments. Symmetric addresses are
+// this PE's addresses (from Runtime::malloc); `pe` picks whose copy is accessed.
+//
+// Ordering (ARCHITECTURE.md, "Memory ordering"): puts are plain stores into the peer's memory;
+// signals are release operations at system scope, waits are acquire loads at system scope, so
+// whoever sees a signal sees the data put before it. fence() and quiet() are fence.acq_rel.sys.
+#include <cstddef>
+#include <cstdint>
+#include <cuda/std/type_traits>
+
+#include "gpucomm/device/copy_device.cuh"
+#include "gpucomm/device/detail_device.cuh"
+
+namespace gpucomm::device {
+
+// Direct address of `pe`'s copy of `sym` for plain loads and stores, or nullptr when `pe`
+// is not reachable from this GPU.
+template <class T>
+__device__ inline T* ptr(const DeviceHandle& h, T* sym, int pe) {
+  if (static_cast<unsigned>(pe) >= static_cast<unsigned>(h.size)) return nullptr;
+  char* b = h.peer_bases[pe];
+  return b ? reinterpret_cast<T*>(b + (reinterpret_cast<const char*>(sym) - h.heap_base)) : nullptr;
+}
+
+// ---- ordering ----
+
+// Orders this thread's earlier puts and signals before its later ones, to every PE. For a
+// group: each thread fences its own accesses, then the group synchronizes.
+template <class Coop>
+__device__ inline void fence(Coop c) {
+  __threadfence_system();
+  coop::sync(c);
+}
+// Completes (makes visible everywhere) every earlier put of the group's threads.
+template <class Coop>
+__device__ inline void quiet(Coop c) {
+  __threadfence_system();
+  coop::sync(c);
+}
+
+// ---- put / get ----
+
+// Non-blocking put: the stores are issued; quiet() or a later signal makes them visible.
+template <class Coop>
+__device__ inline void put_nbi(Coop c, const DeviceHandle& h, void* dst, const void* src, size_t bytes, int pe) {
+  char* r = detail::remote(h, static_cast<char*>(dst), bytes, 1, DeviceOp::put, pe);
+  detail::copy(c, r, src, bytes);
+}
+// Blocking put: on return `src` may be reused by every thread of the group.
+template <class Coop>
+__device__ inline void put(Coop c, const DeviceHandle& h, void* dst, const void* src, size_t bytes, int pe) {
+  put_nbi(c, h, dst, src, bytes, pe);
+  coop::sync(c);
+}
+template <class Coop>
+__device__ inline void get_nbi(Coop c, const DeviceHandle& h, void* dst, const void* src, size_t bytes, int pe) {
+  const char* r = detail::remote(h, static_cast<const char*>(src), bytes, 1, DeviceOp::get, pe);
+  detail::copy(c, dst, r, bytes);
+}
+// Blocking get: on return `dst` holds the data for every thread of the group.
+template <class Coop>
+__device__ inline void get(Coop c, const DeviceHandle& h, void* dst, const void* src, size_t bytes, int pe) {
+  get_nbi(c, h, dst, src, bytes, pe);
+  coop::sync(c);
+}
+
+// Scalar put and get (one thread).
+template <class T>
+__device__ inline void p(const DeviceHandle& h, T* dst, T value, int pe) {
+  *reinterpret_cast<volatile T*>(detail::remote(h, dst, sizeof(T), alignof(T), DeviceOp::p, pe)) = value;
+}
+template <class T>
+__device__ inline T g(const DeviceHandle& h, const T* src, int pe) {
+  return *reinterpret_cast<const volatile T*>(detail::remote(h, src, sizeof(T), alignof(T), DeviceOp::g, pe));
+}
+
+// ---- signals ----
+
+// Sets or adds to `pe`'s copy of the signal word (release, system scope: earlier stores of this
+// thread, and of threads it synchronized with, are visible to whoever sees the new value).
+__device__ inline void signal_op(const DeviceHandle& h, uint64_t* sig, uint64_t value, SignalOp op, int pe) {
+  uint64_t* r = detail::remote(h, sig, sizeof(uint64_t), 8, DeviceOp::signal, pe);
+  if (op == SignalOp::set)
+    detail::store_release_sys(r, value);
+  else
+    detail::add_release_sys(r, value);
+}
+
+// Put then signal: whoever sees the signal sees the data. The group's stores are fenced by
+// every thread before the leader's release.
+template <class Coop>
+__device__ inline void put_signal_nbi(Coop c, const DeviceHandle& h, void* dst, const void* src, size_t bytes,
+                                      uint64_t* sig, uint64_t value, SignalOp op, int pe) {
+  char* r = detail::remote(h, static_cast<char*>(dst), bytes, 1, DeviceOp::put_signal, pe);
+  detail::copy(c, r, src, bytes);
+  if constexpr (!cuda::std::is_same_v<Coop, coop::Thread>) {
+    __threadfence_system();
+    coop::sync(c);
+  }
+  if (detail::leader(c)) signal_op(h, sig, value, op, pe);
+}
+template <class Coop>
+__device__ inline void put_signal(Coop c, const DeviceHandle& h, void* dst, const void* src, size_t bytes,
+                                  uint64_t* sig, uint64_t value, SignalOp op, int pe) {
+  put_signal_nbi(c, h, dst, src, bytes, sig, value, op, pe);
+  coop::sync(c);
+}
+
+// Waits until this PE's signal word satisfies `cmp value` (acquire) and returns the value seen.
+// The leader polls; the group synchronizes afterwards, so every thread may read the data.
+template <class Coop>
+__device__ inline uint64_t signal_wait_until(Coop c, const DeviceHandle& h, uint64_t* sig, Cmp cmp, uint64_t value) {
+  detail::check_sym(h, sig, sizeof(uint64_t), 8, DeviceOp::signal_wait_until, h.rank);
+  uint64_t seen = 0;
+  if (detail::leader(c)) seen = detail::wait(h, sig, cmp, value, DeviceOp::signal_wait_until, -1);
+  return detail::broadcast(c, seen);
+}
+__device__ inline uint64_t signal_fetch(const DeviceHandle& h, const uint64_t* sig) {
+  detail::check_sym(h, sig, sizeof(uint64_t), 8, DeviceOp::signal, h.rank);
+  return detail::load_acquire_sys(sig);
+}
+
+// ---- point-to-point synchronization on heap words (int32_t, uint32_t, int64_t, uint64_t) ----
+
+template <class Coop, class T>
+__device__ inline T wait_until(Coop c, const DeviceHandle& h, T* ivar, Cmp cmp, T value) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "wait_until works on 32- and 64-bit words");
+  detail::check_sym(h, ivar, sizeof(T), sizeof(T), DeviceOp::wait_until, h.rank);
+  T seen{};
+  if (detail::leader(c)) seen = detail::wait(h, ivar, cmp, value, DeviceOp::wait_until, -1);
+  return detail::broadcast(c, seen);
+}
+template <class T>
+__device__ inline bool test(const DeviceHandle& h, T* ivar, Cmp cmp, T value) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "test works on 32- and 64-bit words");
+  detail::check_sym(h, ivar, sizeof(T), sizeof(T), DeviceOp::test, h.rank);
+  return detail::compare(detail::load_acquire_sys(ivar), cmp, value);
+}
+
+}  // namespace gpucomm::device

@@ -1,0 +1,71 @@
+// Set-up and teardown of a GPU PE's host-side state, the device handle and check_device().
+#include "gpu_state.hpp"
+
+#include <cstring>
+
+#include "../heap/cuda_driver.hpp"
+#include "../heap/device_heap.hpp"
+#include "gpucomm/core/error.hpp"
+
+namespace gpucomm {
+
+using heap::check_cuda;
+
+Runtime::GpuState::~GpuState() {
+  registrations.clear();
+  if (stream) (void)cudaStreamDestroy(stream);
+  if (poll) (void)cudaStreamDestroy(poll);
+  if (diag_host) (void)cudaFreeHost(diag_host);
+  if (result_host) (void)cudaFreeHost(result_host);
+}
+
+void Runtime::gpu_init() {
+  auto g = std::make_unique<GpuState>();
+  check_cuda(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", "host operation stream");
+  check_cuda(cudaStreamCreateWithFlags(&g->poll, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", "polling stream");
+  void* p = nullptr;
+  check_cuda(cudaHostAlloc(&p, sizeof(DeviceDiag), cudaHostAllocMapped), "cudaHostAlloc", "device diagnostic record");
+  g->diag_host = static_cast<DeviceDiag*>(p);
+  *g->diag_host = DeviceDiag{};
+  check_cuda(cudaHostGetDevicePointer(reinterpret_cast<void**>(&g->diag_dev), p, 0), "cudaHostGetDevicePointer", "diagnostic record");
+  check_cuda(cudaHostAlloc(&p, 64, cudaHostAllocMapped), "cudaHostAlloc", "result slots");
+  g->result_host = static_cast<uint64_t*>(p);
+  check_cuda(cudaHostGetDevicePointer(reinterpret_cast<void**>(&g->result_dev), p, 0), "cudaHostGetDevicePointer", "result slots");
+  auto* dh = static_cast<heap::DeviceHeap*>(heap_.get());
+  DeviceHandle& h = g->handle;
+  h.rank = rank_;
+  h.size = size_;
+  h.heap_base = dh->base();
+  h.heap_size = dh->size();
+  h.peer_bases = dh->device_peer_bases();
+  h.diag = g->diag_dev;
+  h.timeout_ns = static_cast<uint64_t>(timeout_ms_) * 1000000ull;
+  gpu_ = std::move(g);
+}
+
+DeviceHandle Runtime::device_handle() const {
+  if (!gpu_)
+    raise(Errc::unsupported, "Runtime::device_handle",
+          "this is a host-memory PE; device handles exist on GPU PEs (GPUCOMM_DEVICE=gpu or auto with a GPU)");
+  return gpu_->handle;
+}
+
+Stream Runtime::stream() const {
+  if (!gpu_) raise(Errc::unsupported, "Runtime::stream", "host-memory PEs have no CUDA stream");
+  return gpu_->stream;
+}
+
+void Runtime::check_device() const {
+  if (!gpu_) return;
+  volatile DeviceDiag* d = gpu_->diag_host;
+  if (d->state == DeviceDiag::kEmpty) return;
+  // A record being written is complete within microseconds of the first failing thread.
+  for (int i = 0; i < 100000 && d->state != DeviceDiag::kReady; ++i) {
+  }
+  DeviceDiag copy;
+  std::memcpy(&copy, const_cast<const DeviceDiag*>(gpu_->diag_host), sizeof copy);
+  Errc code = copy.fault == DeviceFault::timeout ? Errc::timeout : Errc::invalid_argument;
+  raise(code, "device", detail::describe_device_failure(copy, heap_ ? heap_->size() : 0));
+}
+
+}  // namespace gpucomm
