@@ -60,7 +60,9 @@ run_step configure cmake --preset release -DPython_EXECUTABLE="$PY" -DGPUCOMM_WA
 run_step build cmake --build --preset release -j "$(nproc)" || { echo "build failed"; }
 
 if [ "$tests" = 1 ] && [ -d "$build" ]; then
-  run_step ctest ctest --test-dir "$build" -j 4 --output-on-failure --output-junit "$raw/ctest-junit.xml" --timeout 600
+  # Host tests in parallel; GPU tests one at a time, so they do not time-slice each other.
+  run_step ctest ctest --test-dir "$build" -j 4 -LE gpu --output-on-failure --output-junit "$raw/ctest-junit.xml" --timeout 300
+  run_step ctest-gpu ctest --test-dir "$build" -L gpu --output-on-failure --output-junit "$raw/ctest-gpu-junit.xml" --timeout 300
   if "$PY" -c "import pytest" 2>/dev/null; then
     run_step pytest env GPUCOMM_BUILD_DIR="$PWD/$build" "$PY" -m pytest tests/python -q -p no:cacheprovider
   fi
@@ -90,14 +92,12 @@ summary = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-
            "commit": os.environ.get("GPU_CHECK_COMMIT") or subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip(),
            "machine": subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True).stdout.strip().splitlines(),
            "steps": rows, "benchmarks": {}}
-junit = os.path.join(raw, "ctest-junit.xml")
-if os.path.exists(junit):
-    import xml.etree.ElementTree as ET
-    root = ET.parse(junit).getroot()
-    cases = root.iter("testcase")
+import xml.etree.ElementTree as ET
+junits = sorted(glob.glob(os.path.join(raw, "ctest*-junit.xml")))
+if junits:
     counts = {"passed": 0, "failed": 0, "skipped": 0}
     failed = []
-    for c in cases:
+    for c in (c for j in junits for c in ET.parse(j).getroot().iter("testcase")):
         st = c.get("status", "run")
         if c.find("failure") is not None or st == "fail":
             counts["failed"] += 1; failed.append(c.get("name"))
