@@ -38,6 +38,7 @@ constexpr Variable kVariables[] = {
     {"GPUCOMM_TRACES_DIR", "", "Tests only: folder of the shared reference traces (default: the first shared/traces folder beside the repository or above it); the trace tests skip with a reason when none is found."},
     {"GPUCOMM_HEAP_SIZE", "128M", "Bytes of symmetric heap per PE (K, M, G suffixes)."},
     {"GPUCOMM_HEAP_MAPPING", "auto", "How GPU PEs map each other's heaps: `vmm` (cuMemCreate, file descriptors passed over Unix sockets, cuMemMap), `ipc` (cudaMalloc + CUDA IPC handles) or `auto` (vmm when every PE supports it)."},
+    {"GPUCOMM_TRANSPORT", "auto", "Forces the path of one-sided operations to every peer: `direct` (loads, stores and SM copies into mapped heaps), `proxy-cpu` (CPU proxy threads: copy engine or CPU copies), `proxy-gpu` (GPU service block: SM copies), `ucx` (UCX, also between PEs of one node) or `auto` (direct where reachable, UCX across nodes)."},
 };
 
 std::once_flag g_warn_once;
