@@ -40,6 +40,9 @@ void Runtime::gpu_init() {
   h.peer_bases = dh->device_peer_bases();
   h.diag = g->diag_dev;
   h.timeout_ns = static_cast<uint64_t>(timeout_ms_) * 1000000ull;
+  h.transport = 0;  // transport::Kind::automatic: direct (the proxy layer fills these in when forced)
+  h.num_queues = 0;
+  h.queues = nullptr;
   gpu_ = std::move(g);
 }
 

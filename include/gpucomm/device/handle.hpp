@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "gpucomm/proxy/descriptor.hpp"
+
 namespace gpucomm {
 
 enum class Cmp : uint32_t { eq, ne, gt, ge, lt, le };
@@ -63,6 +65,11 @@ struct DeviceHandle {
   char* const* peer_bases;    // device array [size]: each PE's user part as mapped here, or nullptr
   DeviceDiag* diag;           // host-mapped, for failures
   uint64_t timeout_ns;        // 0: waits never time out
+  // Proxy routing (gpucomm/proxy): with transport proxy-cpu or proxy-gpu, device one-sided
+  // operations post descriptors to queues[blockIdx % num_queues] instead of storing directly.
+  uint32_t transport;         // transport::Kind of device operations (direct unless forced)
+  uint32_t num_queues;        // 0 when no proxy serves this PE
+  proxy::QueueView* queues;   // device array [num_queues]
 };
 
 const char* device_op_name(DeviceOp op);
