@@ -64,6 +64,11 @@ int scenario_stress(Runtime& rt, long long min_messages) {
   cudaStream_t send, recv;
   check(cudaStreamCreateWithFlags(&send, cudaStreamNonBlocking), "stream");
   check(cudaStreamCreateWithFlags(&recv, cudaStreamNonBlocking), "stream");
+  // Load both kernels before either runs: with lazy module loading (CUDA's default), loading the
+  // sender while the spinning receiver occupies the GPU can wait for the receiver to finish.
+  cudaFuncAttributes attr;
+  check(cudaFuncGetAttributes(&attr, k_stress_recv), "load receiver");
+  check(cudaFuncGetAttributes(&attr, k_stress_send), "load sender");
   rt.barrier_all();
   auto t0 = std::chrono::steady_clock::now();
   DeviceHandle h = rt.device_handle();
@@ -139,7 +144,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (shared) setenv("GPUCOMM_DEVICE_ID", "0", 1);
-  if (scenario == "timeout") setenv("GPUCOMM_TIMEOUT", "2", 1);
+  // Only rank 0's wait should time out; the others wait for it with the default limit.
+  const char* rank_env = std::getenv("GPUCOMM_RANK");
+  if (scenario == "timeout" && rank_env && std::string(rank_env) == "0") setenv("GPUCOMM_TIMEOUT", "2", 1);
   int failures = 0;
   try {
     Runtime rt;
