@@ -3,18 +3,20 @@
 # included), the GPU tests under compute-sanitizer with --sanitize, and the quick benchmarks.
 # Writes into OUTDIR: summary.json, gpu-check.log and results.tar.gz (raw JSON, JUnit, logs),
 # and prints a short table last.
-#   scripts/gpu-check.sh OUTDIR [--sanitize] [--no-bench] [--only-bench]
+#   scripts/gpu-check.sh OUTDIR [--sanitize] [--no-bench] [--only-bench] [--bench=NAME,...]
+# --bench=NAME,... runs only the named benchmarks (pingpong and scripts/gpu-bench.d/NAME.sh).
 # Needs no network: GoogleTest comes from the system, /usr/src/googletest or .deps/googletest.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: scripts/gpu-check.sh OUTDIR [--sanitize] [--no-bench] [--only-bench]}
 shift
-sanitize=0 bench=1 tests=1
+sanitize=0 bench=1 tests=1 only=""
 for a in "$@"; do
   case "$a" in
     --sanitize) sanitize=1 ;;
     --no-bench) bench=0 ;;
     --only-bench) tests=0 ;;
+    --bench=*) only=",${a#--bench=}," ;;
     *) echo "gpu-check: unknown option '$a'" >&2; exit 2 ;;
   esac
 done
@@ -77,10 +79,12 @@ if [ "$bench" = 1 ] && [ -d "$build/python/gpucomm" ]; then
   export PYTHONPATH="$PWD/$build/python"
   run_step info "$PY" -m gpucomm info --json
   cp "$raw/info.log" "$raw/info.json" 2>/dev/null
-  run_step bench-pingpong "$PY" -m gpucomm bench pingpong --json "$raw/pingpong.json"
+  wanted() { [ -z "$only" ] || [[ "$only" == *",$1,"* ]]; }
+  if wanted pingpong; then run_step bench-pingpong "$PY" -m gpucomm bench pingpong --json "$raw/pingpong.json"; fi
   for extra in scripts/gpu-bench.d/*.sh; do
     [ -f "$extra" ] || continue
     n=$(basename "$extra" .sh)
+    wanted "$n" || continue
     run_step "bench-$n" bash "$extra" "$raw" "$build"
   done
 fi
