@@ -68,7 +68,7 @@ __global__ void k_get_latency(DeviceHandle h, char* dst, const char* src, size_t
 
 // Bandwidth: the grid's groups (threads, warps or blocks) each move a contiguous chunk.
 template <class Coop>
-__global__ void k_bandwidth(DeviceHandle h, char* remote_sym, char* local, size_t bytes, int reps, int peer, int is_get) {
+__global__ void __launch_bounds__(512) k_bandwidth(DeviceHandle h, char* remote_sym, char* local, size_t bytes, int reps, int peer, int is_get) {
   Coop c;
   const int per_block = blockDim.x / coop::size(c);
   const size_t groups = static_cast<size_t>(gridDim.x) * static_cast<size_t>(per_block);
@@ -90,7 +90,7 @@ __global__ void k_bandwidth(DeviceHandle h, char* remote_sym, char* local, size_
 }
 
 // Message rate: every thread issues `per_thread` 8-byte p to distinct words.
-__global__ void k_msg_rate(DeviceHandle h, uint64_t* words, int per_thread, int peer) {
+__global__ void __launch_bounds__(512) k_msg_rate(DeviceHandle h, uint64_t* words, int per_thread, int peer) {
   const size_t t = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   const size_t n = static_cast<size_t>(gridDim.x) * blockDim.x;
   for (int i = 0; i < per_thread; ++i) device::p(h, &words[(t + static_cast<size_t>(i) * n) % (size_t(1) << 20)], static_cast<uint64_t>(i), peer);
