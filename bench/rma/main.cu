@@ -2,6 +2,7 @@
 // between two GPU PEs. Run as `gpucomm run -n 2 -- gpucomm-bench-rma [--quick] [--json FILE]`
 // (or `gpucomm bench rma`). Times come from CUDA events around kernels that repeat the
 // operation many times; each point is the median of several trials after a warm-up.
+#include <algorithm>
 #include <cuda_runtime.h>
 #include <stdlib.h>
 
@@ -158,7 +159,7 @@ struct Bench {
     }
     for (size_t b : sweep_sizes)
       for (int ctas : sweep)
-        if (ctas != 32 && ctas != 132) {
+        if ((ctas != 32 && ctas != 132) || std::find(sizes.begin(), sizes.end(), b) == sizes.end()) {
           bandwidth_point<coop::Block>("block", 512, "put_bw", b, ctas, 1, 0);
           bandwidth_point<coop::Block>("block", 512, "get_bw", b, ctas, 1, 1);
         }
