@@ -7,8 +7,8 @@
 //   PE 0 (release); PE 0 polls the slots (acquire), then stores the epoch into every PE's release
 //   word (release); the others poll that word (acquire). No atomics; 2 hops of latency.
 // barrier_dissemination: ceil(log2 n) rounds; in round k PE i atomically increments the round-k
-//   counter of PE i + 2^k (release) and waits until its own round-k counter reaches the epoch
-//   (acquire). 1 hop per round.
+//   counter of PE i + 2^k (release; a posted `red`, no reply awaited) and waits until its own
+//   round-k counter reaches the epoch (acquire). 1 hop per round.
 #include "gpucomm/device/rma_device.cuh"
 
 namespace gpucomm::device {
@@ -61,7 +61,11 @@ __device__ inline void barrier_dissemination(Coop c, const DeviceHandle& h) {
     for (int round = 0, dist = 1; dist < h.size; ++round, dist <<= 1) {
       const int to = (h.rank + dist) % h.size;
       const int from = ((h.rank - dist) % h.size + h.size) % h.size;
-      detail::add_release_sys(&detail::control_of(h, to, op)->diss[round], uint64_t(1));
+      // Round 0 follows quiet's fence (fence + relaxed write is a release pattern); later rounds
+      // release what this PE acquired in the round before.
+      uint64_t* flag = &detail::control_of(h, to, op)->diss[round];
+      if (round == 0) detail::add_relaxed_sys(flag, uint64_t(1));
+      else detail::add_release_sys(flag, uint64_t(1));
       detail::wait(h, &mine->diss[round], Cmp::ge, epoch, op, from);
     }
   }

@@ -24,9 +24,14 @@ template <class T>
 __device__ inline void store_release_sys(T* p, T v) {
   cuda::atomic_ref<T, cuda::thread_scope_system>(*p).store(v, cuda::std::memory_order_release);
 }
-template <class T>
-__device__ inline void add_release_sys(T* p, T v) {
-  cuda::atomic_ref<T, cuda::thread_scope_system>(*p).fetch_add(v, cuda::std::memory_order_release);
+// Adds without fetching: `red` is posted (no reply awaited), where a fetch_add whose result is
+// unused still compiles to `atom` and waits a round trip over NVLink.
+__device__ inline void add_release_sys(uint64_t* p, uint64_t v) {
+  asm volatile("red.release.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+// Relaxed form, for use right after a fence (fence + strong write is a release pattern).
+__device__ inline void add_relaxed_sys(uint64_t* p, uint64_t v) {
+  asm volatile("red.relaxed.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
 template <class T>
