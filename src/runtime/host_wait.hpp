@@ -21,8 +21,9 @@ inline void cpu_relax() {
 #endif
 }
 
+// `b` may be null (no job to watch: unit tests of the queues, agents without a runtime).
 template <class Ready, class Describe>
-void host_wait(Ready&& ready, const bootstrap::Bootstrap& b, int64_t timeout_ms, Describe&& describe) {
+void host_wait(Ready&& ready, const bootstrap::Bootstrap* b, int64_t timeout_ms, Describe&& describe) {
   if (ready()) return;
   const auto start = std::chrono::steady_clock::now();
   for (uint64_t spins = 1;; ++spins) {
@@ -35,7 +36,7 @@ void host_wait(Ready&& ready, const bootstrap::Bootstrap& b, int64_t timeout_ms,
       std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
     if ((spins & 63) == 0) {
-      if (b.failed()) raise(Errc::peer_failure, describe(), "aborted: " + b.failure());
+      if (b && b->failed()) raise(Errc::peer_failure, describe(), "aborted: " + b->failure());
       if (timeout_ms > 0) {
         auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
         if (waited >= timeout_ms)
@@ -44,6 +45,11 @@ void host_wait(Ready&& ready, const bootstrap::Bootstrap& b, int64_t timeout_ms,
       }
     }
   }
+}
+
+template <class Ready, class Describe>
+void host_wait(Ready&& ready, const bootstrap::Bootstrap& b, int64_t timeout_ms, Describe&& describe) {
+  host_wait(static_cast<Ready&&>(ready), &b, timeout_ms, static_cast<Describe&&>(describe));
 }
 
 }  // namespace gpucomm::detail
