@@ -39,6 +39,16 @@ constexpr Variable kVariables[] = {
     {"GPUCOMM_HEAP_SIZE", "128M", "Bytes of symmetric heap per PE (K, M, G suffixes)."},
     {"GPUCOMM_HEAP_MAPPING", "auto", "How GPU PEs map each other's heaps: `vmm` (cuMemCreate, file descriptors passed over Unix sockets, cuMemMap), `ipc` (cudaMalloc + CUDA IPC handles) or `auto` (vmm when every PE supports it)."},
     {"GPUCOMM_TRANSPORT", "auto", "Forces the path of one-sided operations to every peer: `direct` (loads, stores and SM copies into mapped heaps), `proxy-cpu` (CPU proxy threads: copy engine or CPU copies), `proxy-gpu` (GPU service block: SM copies), `ucx` (UCX, also between PEs of one node) or `auto` (direct where reachable, UCX across nodes)."},
+    {"GPUCOMM_PROXY_THREADS", "1", "CPU proxy threads per PE (the same on every PE when UCX is in use: each thread has its own UCX worker)."},
+    {"GPUCOMM_PROXY_CPUS", "", "CPUs the proxy threads are pinned to, one per thread in turn (`2,3` or `4-7`); default: the CPUs of the GPU's NUMA node (GPU PEs), not pinned (host-memory PEs)."},
+    {"GPUCOMM_PROXY_QUEUES", "32", "Descriptor queues of device-side operations per GPU PE when a proxy serves it; a block (or warp) posts to queue index % queues."},
+    {"GPUCOMM_PROXY_QUEUE_PER", "block", "Which group shares a descriptor queue: `block` or `warp`."},
+    {"GPUCOMM_PROXY_QUEUE_DEPTH", "1024", "Entries per descriptor queue (a power of two)."},
+    {"GPUCOMM_PROXY_RING", "auto", "Where descriptor rings live: `host` (pinned host memory), `device` (GPU memory; a CPU proxy then reads it with copies) or `auto` (host for the CPU proxy, device for the GPU service agent)."},
+    {"GPUCOMM_PROXY_DOORBELL", "0", "Doorbell batching: producers ring the doorbell every N entries and on quiet; 0: the agent polls the entries' stamps."},
+    {"GPUCOMM_PROXY_IDLE_US", "50", "Longest sleep of an idle CPU proxy thread in microseconds (0: spin; lower is faster after idling, higher saves CPU)."},
+    {"GPUCOMM_AGENT_BLOCKS", "1", "Blocks of the GPU service agent (transport proxy-gpu)."},
+    {"GPUCOMM_AGENT_THREADS", "256", "Threads per block of the GPU service agent; each warp serves a share of the queues."},
 };
 
 std::once_flag g_warn_once;

@@ -67,7 +67,7 @@ struct Worker {
   std::atomic<uint64_t> executed{0};
   std::atomic<bool> alive{false};
   double cpu_final = 0;
-  int cpu = -1;
+  std::vector<int> cpus;  // affinity (empty: not pinned)
 };
 
 struct CpuProxy::Impl {
@@ -151,12 +151,13 @@ struct CpuProxy::Impl {
   }
 
   void run(Worker& w) {
-    if (w.cpu >= 0) {
+    if (!w.cpus.empty()) {
       cpu_set_t set;
       CPU_ZERO(&set);
-      CPU_SET(w.cpu, &set);
+      for (int c : w.cpus)
+        if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &set);
       if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0)
-        GPUCOMM_LOG(warn, "proxy: could not pin a thread to CPU " << w.cpu);
+        GPUCOMM_LOG(warn, "proxy: could not pin a thread to CPU(s) " << w.cpus.front() << (w.cpus.size() > 1 ? "..." : ""));
     }
     if (opts.device >= 0 && cudaSetDevice(opts.device) != cudaSuccess) {
       fail_all(w, QueueFault::agent_stopped, "the proxy thread could not make CUDA device " + std::to_string(opts.device) + " current");
@@ -218,11 +219,14 @@ CpuProxy::CpuProxy(std::vector<QueueView> queues, const HeapGeometry& geometry, 
   GPUCOMM_CHECK_ARG(opts.threads >= 1 && opts.threads <= 256, "CpuProxy", "threads", std::to_string(opts.threads) + " is outside 1..256");
   impl_->geometry = geometry;
   impl_->opts = std::move(opts);
-  const int nt = std::min<int>(impl_->opts.threads, std::max<int>(1, static_cast<int>(queues.size())));
+  const int nt = impl_->opts.threads;
   for (int t = 0; t < nt; ++t) {
     auto w = std::make_unique<Worker>();
     w->exec = make(t);
-    if (!impl_->opts.cpus.empty()) w->cpu = impl_->opts.cpus[static_cast<size_t>(t) % impl_->opts.cpus.size()];
+    if (!impl_->opts.cpus.empty())
+      w->cpus = {impl_->opts.cpus[static_cast<size_t>(t) % impl_->opts.cpus.size()]};
+    else
+      w->cpus = impl_->opts.cpu_set;
     impl_->workers.push_back(std::move(w));
   }
   for (size_t i = 0; i < queues.size(); ++i)

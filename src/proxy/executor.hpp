@@ -9,16 +9,10 @@
 #include <vector>
 
 #include "gpucomm/core/error.hpp"
+#include "gpucomm/proxy/check.hpp"
 #include "gpucomm/proxy/descriptor.hpp"
 
 namespace gpucomm::proxy {
-
-// Valid remote offsets on every PE: [-control_bytes, user_bytes).
-struct HeapGeometry {
-  int num_pes = 1;
-  int64_t user_bytes = 0;
-  int64_t control_bytes = 0;
-};
 
 // A descriptor that cannot be executed: which fault, which field, and the details.
 class DescriptorFault : public Error {
@@ -33,8 +27,7 @@ class DescriptorFault : public Error {
   Field field_;
 };
 
-// Checks what every path needs: opcode, PE, ranges inside the heap, sizes, widths, alignment of
-// signal and atomic words, local addresses where one is needed. Throws DescriptorFault.
+// check_descriptor() (gpucomm/proxy/check.hpp) with a text: throws DescriptorFault.
 void validate(const Descriptor& d, const HeapGeometry& g);
 
 inline void set_done(uint64_t* done) {

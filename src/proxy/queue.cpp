@@ -145,11 +145,22 @@ Field Queue::fault_field() const {
 namespace {
 uint64_t read_word(const uint64_t* host, const uint64_t* any) {
   if (host) return std::atomic_ref<uint64_t>(*const_cast<uint64_t*>(host)).load(std::memory_order_acquire);
+  // The per-thread stream: this read must not wait for kernels on the application's streams.
   uint64_t v = 0;
-  heap::check_cuda(cudaMemcpy(&v, any, sizeof v, cudaMemcpyDeviceToHost), "cudaMemcpy", "reading a proxy queue counter");
+  heap::check_cuda(cudaMemcpyAsync(&v, any, sizeof v, cudaMemcpyDeviceToHost, cudaStreamPerThread), "cudaMemcpyAsync",
+                   "reading a proxy queue counter");
+  heap::check_cuda(cudaStreamSynchronize(cudaStreamPerThread), "cudaStreamSynchronize", "reading a proxy queue counter");
   return v;
 }
 }  // namespace
+
+void Queue::mark_stopped() {
+  std::atomic_ref<uint32_t> st(*status_host_);
+  if (st.load(std::memory_order_acquire) != 0) return;
+  std::atomic_ref<uint64_t>(*fault_ticket_host_).store(completed(), std::memory_order_relaxed);
+  uint32_t healthy = 0;
+  st.compare_exchange_strong(healthy, static_cast<uint32_t>(QueueFault::agent_stopped), std::memory_order_acq_rel);
+}
 
 uint64_t Queue::head() const {
   return read_word(cfg_.producer == Side::cpu ? producer_.head : nullptr, producer_.head);

@@ -57,17 +57,19 @@ const char* field_name(Field f) {
   return "?";
 }
 
-void check_queue(const QueueView& q, const char* what, const std::string& agent_detail) {
-  uint32_t s = status_of(q);
-  if (s == 0) return;
-  auto f = static_cast<QueueFault>(s);
-  uint64_t ticket = std::atomic_ref<uint64_t>(*q.fault_ticket).load(std::memory_order_relaxed);
-  auto field = static_cast<Field>(std::atomic_ref<uint32_t>(*q.fault_field).load(std::memory_order_relaxed));
-  std::string text = "proxy queue " + std::to_string(q.queue_id) + " failed at ticket " + std::to_string(ticket) + ": " +
-                     fault_name(f) + " (field " + field_name(field) + ")";
+void raise_fault(uint32_t queue_id, QueueFault f, uint64_t ticket, Field field, const char* what, const std::string& agent_detail) {
+  std::string text = "proxy queue " + std::to_string(queue_id) + " failed at ticket " + std::to_string(ticket) + ": " + fault_name(f) +
+                     " (field " + field_name(field) + ")";
   if (!agent_detail.empty()) text += ": " + agent_detail;
-  bool caller_fault = f != QueueFault::transport && f != QueueFault::agent_stopped;
+  const bool caller_fault = f != QueueFault::transport && f != QueueFault::agent_stopped;
   raise(caller_fault ? Errc::invalid_argument : Errc::peer_failure, what, text);
+}
+
+void check_queue(const QueueView& q, const char* what, const std::string& agent_detail) {
+  const uint32_t s = status_of(q);
+  if (s == 0) return;
+  raise_fault(q.queue_id, static_cast<QueueFault>(s), std::atomic_ref<uint64_t>(*q.fault_ticket).load(std::memory_order_relaxed),
+              static_cast<Field>(std::atomic_ref<uint32_t>(*q.fault_field).load(std::memory_order_relaxed)), what, agent_detail);
 }
 
 uint64_t host_post(const QueueView& q, const Descriptor& d, const HostWait& w) {

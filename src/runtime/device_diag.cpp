@@ -3,6 +3,7 @@
 #include <string>
 
 #include "gpu_state.hpp"
+#include "gpucomm/proxy/descriptor.hpp"
 
 namespace gpucomm {
 
@@ -23,6 +24,9 @@ const char* device_op_name(DeviceOp op) {
     case DeviceOp::barrier_dissemination: return "barrier_dissemination";
     case DeviceOp::ptr: return "ptr";
     case DeviceOp::copy: return "copy";
+    case DeviceOp::proxy_post: return "posting to the proxy queue";
+    case DeviceOp::proxy_wait: return "waiting for the proxy";
+    case DeviceOp::quiet: return "quiet";
   }
   return "device operation";
 }
@@ -46,6 +50,14 @@ std::string describe_device_failure(const DeviceDiag& d, uint64_t heap_bytes) {
     case DeviceFault::timeout: {
       char secs[32];
       std::snprintf(secs, sizeof secs, "%.3f", static_cast<double>(d.elapsed_ns) / 1e9);
+      if (d.queue != 0) {
+        // A wait on a proxy queue: for space (consumed) or for completion (completed).
+        std::string s = where + op + (d.peer >= 0 ? " to PE " + std::to_string(d.peer) : std::string()) + ": proxy queue " +
+                        std::to_string(d.queue - 1) + (d.op == DeviceOp::proxy_post ? " had no space: the agent consumed " : ": the agent completed ") +
+                        std::to_string(d.seen) + " entries, waiting for " + std::to_string(d.expected) + "; timed out after " + secs +
+                        " s (GPUCOMM_TIMEOUT sets the limit; is the proxy running?)";
+        return s;
+      }
       std::string s = where + op + " on " + addr;
       if (d.peer >= 0) s += " waiting for PE " + std::to_string(d.peer);
       s += ": expected value " + std::string(cmp_name(d.cmp)) + " " + std::to_string(d.expected) + ", last seen " +
@@ -63,6 +75,10 @@ std::string describe_device_failure(const DeviceDiag& d, uint64_t heap_bytes) {
         return where + op + ": " + addr + " (+" + std::to_string(d.expected) + " bytes) is not inside the symmetric heap of " +
                std::to_string(d.seen ? d.seen : heap_bytes) + " bytes";
       return where + op + ": " + addr + " is not aligned to " + std::to_string(d.seen) + " bytes";
+    case DeviceFault::proxy:
+      return where + op + (d.peer >= 0 ? " to PE " + std::to_string(d.peer) : std::string()) + ": proxy queue " +
+             std::to_string(d.queue - 1) + " failed at ticket " + std::to_string(d.seen) + ": " +
+             proxy::fault_name(static_cast<proxy::QueueFault>(d.expected)) + " (the proxy's log says more)";
     case DeviceFault::none: break;
   }
   return where + op + ": unknown device failure";

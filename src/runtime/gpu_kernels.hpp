@@ -26,4 +26,10 @@ cudaError_t launch_barrier(const DeviceHandle& h, cudaStream_t s);
 cudaError_t launch_atomic(const DeviceHandle& h, AtomicKind kind, unsigned width, void* dst, uint64_t a, uint64_t b, int pe,
                           uint64_t* result, cudaStream_t s);
 
+// Proxy paths (mapped addresses, no handle): fences, then sets or adds `value` at `addr`.
+cudaError_t launch_signal_at(uint64_t* addr, uint64_t value, SignalOp op, cudaStream_t s);
+// One atomic (AtomicKind `kind`, 4 or 8 bytes) on the word at mapped address `addr`; the old value
+// (zero-extended) lands in *result when it is not null.
+cudaError_t launch_atomic_at(AtomicKind kind, unsigned width, void* addr, uint64_t a, uint64_t b, uint64_t* result, cudaStream_t s);
+
 }  // namespace gpucomm::detail

@@ -13,4 +13,7 @@ cudaError_t launch_atomic(const DeviceHandle&, AtomicKind, unsigned, void*, uint
   return cudaErrorNotSupported;
 }
 
+cudaError_t launch_signal_at(uint64_t*, uint64_t, SignalOp, cudaStream_t) { return cudaErrorNotSupported; }
+cudaError_t launch_atomic_at(AtomicKind, unsigned, void*, uint64_t, uint64_t, uint64_t*, cudaStream_t) { return cudaErrorNotSupported; }
+
 }  // namespace gpucomm::detail

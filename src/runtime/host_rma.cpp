@@ -8,8 +8,10 @@
 #include "../heap/host_heap.hpp"
 #include "gpucomm/core/error.hpp"
 #include "gpucomm/runtime/runtime.hpp"
+#include "../proxy/host_copy_executor.hpp"
 #include "gpu_kernels.hpp"
 #include "host_wait.hpp"
+#include "proxy_state.hpp"
 
 namespace gpucomm {
 
@@ -34,7 +36,7 @@ bool compare(T seen, Cmp cmp, T value) {
 }
 }  // namespace
 
-char* Runtime::remote(const void* sym, size_t bytes, int pe, const char* op) const {
+void Runtime::check_sym(const void* sym, size_t bytes, int pe, const char* op) const {
   check_pe(pe, op);
   if (!heap_) raise(Errc::internal, op, "the runtime has no symmetric heap");
   if (!heap_->contains(sym, bytes))
@@ -42,29 +44,64 @@ char* Runtime::remote(const void* sym, size_t bytes, int pe, const char* op) con
                                            " bytes) is not inside the symmetric heap [" +
                                            hex(reinterpret_cast<uintptr_t>(heap_->base())) + ", +" +
                                            std::to_string(heap_->size()) + ")");
+}
+
+char* Runtime::remote(const void* sym, size_t bytes, int pe, const char* op) const {
+  check_sym(sym, bytes, pe, op);
   char* p = static_cast<char*>(heap_->peer_address(sym, pe));
   if (!p)
     raise(Errc::unsupported, op,
           "PE " + std::to_string(pe) + " is on node " + std::to_string(node_of_[static_cast<size_t>(pe)]) +
-              " and not directly reachable from this PE (PEs on other nodes are reached through the proxy transports)");
+              " and not directly reachable from this PE (and no proxy transport serves it)");
   return p;
 }
 
+namespace {
+proxy::Descriptor descriptor(proxy::Opcode op, int pe, int64_t remote, const void* local, size_t bytes) {
+  proxy::Descriptor d{};
+  d.opcode = op;
+  d.pe = pe;
+  d.remote = remote;
+  d.local = reinterpret_cast<uint64_t>(local);
+  d.bytes = bytes;
+  return d;
+}
+}  // namespace
+
 void Runtime::put(void* dst, const void* src, size_t bytes, int pe) {
+  if (host_via_proxy(pe)) {
+    check_sym(dst, bytes, pe, "put");
+    if (bytes) proxy_call(descriptor(proxy::Opcode::put, pe, static_cast<int64_t>(heap_->offset_of(dst)), src, bytes), "put");
+    return;
+  }
   char* r = remote(dst, bytes, pe, "put");
   if (gpu_) return gpu_copy(r, src, bytes, "put");
   if (bytes) std::memmove(r, src, bytes);
 }
 
 void Runtime::get(void* dst, const void* src, size_t bytes, int pe) {
+  if (host_via_proxy(pe)) {
+    check_sym(src, bytes, pe, "get");
+    if (bytes) proxy_call(descriptor(proxy::Opcode::get, pe, static_cast<int64_t>(heap_->offset_of(src)), dst, bytes), "get");
+    return;
+  }
   char* r = remote(src, bytes, pe, "get");
   if (gpu_) return gpu_copy(dst, r, bytes, "get");
   if (bytes) std::memmove(dst, r, bytes);
 }
 
 void Runtime::signal(uint64_t* sig, uint64_t value, SignalOp op, int pe) {
-  char* r = remote(sig, sizeof(uint64_t), pe, "signal");
+  check_sym(sig, sizeof(uint64_t), pe, "signal");
   GPUCOMM_CHECK_ARG(reinterpret_cast<uintptr_t>(sig) % alignof(uint64_t) == 0, "signal", "sig", "is not 8-byte aligned");
+  if (host_via_proxy(pe)) {
+    auto d = descriptor(proxy::Opcode::signal, pe, 0, nullptr, 0);
+    d.sig = static_cast<int64_t>(heap_->offset_of(sig));
+    d.op = static_cast<uint8_t>(op);
+    d.value = value;
+    proxy_call(d, "signal");
+    return;
+  }
+  char* r = remote(sig, sizeof(uint64_t), pe, "signal");
   if (gpu_) return gpu_signal(sig, value, op, pe);
   std::atomic_ref<uint64_t> s(*reinterpret_cast<uint64_t*>(r));
   if (op == SignalOp::set)
@@ -74,6 +111,19 @@ void Runtime::signal(uint64_t* sig, uint64_t value, SignalOp op, int pe) {
 }
 
 void Runtime::put_signal(void* dst, const void* src, size_t bytes, uint64_t* sig, uint64_t value, SignalOp op, int pe) {
+  if (host_via_proxy(pe)) {
+    check_sym(dst, bytes, pe, "put_signal");
+    check_sym(sig, sizeof(uint64_t), pe, "put_signal");
+    GPUCOMM_CHECK_ARG(reinterpret_cast<uintptr_t>(sig) % alignof(uint64_t) == 0, "put_signal", "sig", "is not 8-byte aligned");
+    // One descriptor: the agent issues the signal once the data is complete at the target.
+    auto d = descriptor(bytes ? proxy::Opcode::put_signal : proxy::Opcode::signal, pe, static_cast<int64_t>(heap_->offset_of(dst)),
+                        bytes ? src : nullptr, bytes);
+    d.sig = static_cast<int64_t>(heap_->offset_of(sig));
+    d.op = static_cast<uint8_t>(op);
+    d.value = value;
+    proxy_call(d, "put_signal");
+    return;
+  }
   put(dst, src, bytes, pe);
   signal(sig, value, op, pe);  // release: the data is visible before the signal
 }
@@ -115,77 +165,69 @@ bool Runtime::test(T* ivar, Cmp cmp, T value) {
   return compare(std::atomic_ref<T>(*ivar).load(std::memory_order_acquire), cmp, value);
 }
 
-#define GPUCOMM_ATOMIC_PROLOGUE(opname)                                                                        \
-  const char* name = opname;                                                                                   \
-  char* r = remote(dst, sizeof(T), pe, name);                                                                  \
-  GPUCOMM_CHECK_ARG(reinterpret_cast<uintptr_t>(dst) % sizeof(T) == 0, name, "dst",                           \
-                    "is not aligned to " + std::to_string(sizeof(T)) + " bytes");                              \
-  (void)r;                                                                                                     \
-  auto on_gpu = [&](detail::AtomicKind k, T x, T y) {                                                          \
-    return static_cast<T>(gpu_atomic(static_cast<int>(k), sizeof(T), const_cast<T*>(dst), static_cast<uint64_t>(x), \
-                                     static_cast<uint64_t>(y), pe, name));                                     \
-  };                                                                                                           \
-  std::atomic_ref<T> a(*reinterpret_cast<T*>(r))
+// One atomic on `pe`'s copy of `dst`: through the proxy, a kernel (GPU PEs) or std::atomic_ref.
+// `a` is the operand (the desired value of compare_swap), `b` the compare value.
+template <class T>
+T Runtime::host_atomic(proxy::AtomicOp op, const T* dst, T a, T b, int pe, const char* name) {
+  check_sym(dst, sizeof(T), pe, name);
+  GPUCOMM_CHECK_ARG(reinterpret_cast<uintptr_t>(dst) % sizeof(T) == 0, name, "dst", "is not aligned to " + std::to_string(sizeof(T)) + " bytes");
+  if (host_via_proxy(pe)) {
+    auto d = descriptor(proxy::Opcode::atomic, pe, static_cast<int64_t>(heap_->offset_of(dst)), nullptr, 0);
+    d.op = static_cast<uint8_t>(op);
+    d.width = sizeof(T);
+    d.value = static_cast<uint64_t>(a);
+    d.compare = static_cast<uint64_t>(b);
+    return static_cast<T>(proxy_call(d, name, true));
+  }
+  char* r = remote(dst, sizeof(T), pe, name);
+  if (gpu_) {
+    // The host-side kernel takes compare_swap as (expected, desired).
+    const bool cas = op == proxy::AtomicOp::compare_swap;
+    return static_cast<T>(gpu_atomic(static_cast<int>(op), sizeof(T), const_cast<T*>(dst), static_cast<uint64_t>(cas ? b : a),
+                                     static_cast<uint64_t>(cas ? a : b), pe, name));
+  }
+  return static_cast<T>(proxy::apply_host_atomic(r, sizeof(T), op, static_cast<uint64_t>(a), static_cast<uint64_t>(b)));
+}
 
 template <class T>
 T Runtime::atomic_fetch(const T* dst, int pe) {
-  GPUCOMM_ATOMIC_PROLOGUE("atomic_fetch");
-  if (gpu_) return on_gpu(detail::AtomicKind::fetch, T(0), T(0));
-  return a.load(std::memory_order_acquire);
+  return host_atomic<T>(proxy::AtomicOp::fetch, dst, T(0), T(0), pe, "atomic_fetch");
 }
 template <class T>
 void Runtime::atomic_set(T* dst, T value, int pe) {
-  GPUCOMM_ATOMIC_PROLOGUE("atomic_set");
-  if (gpu_) {
-    on_gpu(detail::AtomicKind::set, value, T(0));
-    return;
-  }
-  a.store(value, std::memory_order_release);
+  host_atomic<T>(proxy::AtomicOp::set, dst, value, T(0), pe, "atomic_set");
 }
 template <class T>
 T Runtime::atomic_fetch_add(T* dst, T value, int pe) {
-  GPUCOMM_ATOMIC_PROLOGUE("atomic_fetch_add");
-  if (gpu_) return on_gpu(detail::AtomicKind::fetch_add, value, T(0));
-  return a.fetch_add(value, std::memory_order_acq_rel);
+  return host_atomic<T>(proxy::AtomicOp::fetch_add, dst, value, T(0), pe, "atomic_fetch_add");
 }
 template <class T>
 T Runtime::atomic_swap(T* dst, T value, int pe) {
-  GPUCOMM_ATOMIC_PROLOGUE("atomic_swap");
-  if (gpu_) return on_gpu(detail::AtomicKind::swap, value, T(0));
-  return a.exchange(value, std::memory_order_acq_rel);
+  return host_atomic<T>(proxy::AtomicOp::swap, dst, value, T(0), pe, "atomic_swap");
 }
 template <class T>
 T Runtime::atomic_compare_swap(T* dst, T expected, T desired, int pe) {
-  GPUCOMM_ATOMIC_PROLOGUE("atomic_compare_swap");
-  if (gpu_) return on_gpu(detail::AtomicKind::compare_swap, expected, desired);
-  a.compare_exchange_strong(expected, desired, std::memory_order_acq_rel, std::memory_order_acquire);
-  return expected;  // the old value, whether or not the swap happened
+  return host_atomic<T>(proxy::AtomicOp::compare_swap, dst, desired, expected, pe, "atomic_compare_swap");
 }
 template <class T>
 T Runtime::atomic_fetch_and(T* dst, T value, int pe) {
-  GPUCOMM_ATOMIC_PROLOGUE("atomic_fetch_and");
-  if (gpu_) return on_gpu(detail::AtomicKind::fetch_and, value, T(0));
-  return a.fetch_and(value, std::memory_order_acq_rel);
+  return host_atomic<T>(proxy::AtomicOp::fetch_and, dst, value, T(0), pe, "atomic_fetch_and");
 }
 template <class T>
 T Runtime::atomic_fetch_or(T* dst, T value, int pe) {
-  GPUCOMM_ATOMIC_PROLOGUE("atomic_fetch_or");
-  if (gpu_) return on_gpu(detail::AtomicKind::fetch_or, value, T(0));
-  return a.fetch_or(value, std::memory_order_acq_rel);
+  return host_atomic<T>(proxy::AtomicOp::fetch_or, dst, value, T(0), pe, "atomic_fetch_or");
 }
 template <class T>
 T Runtime::atomic_fetch_xor(T* dst, T value, int pe) {
-  GPUCOMM_ATOMIC_PROLOGUE("atomic_fetch_xor");
-  if (gpu_) return on_gpu(detail::AtomicKind::fetch_xor, value, T(0));
-  return a.fetch_xor(value, std::memory_order_acq_rel);
+  return host_atomic<T>(proxy::AtomicOp::fetch_xor, dst, value, T(0), pe, "atomic_fetch_xor");
 }
-#undef GPUCOMM_ATOMIC_PROLOGUE
 
 void Runtime::fence() {
   if (gpu_) return gpu_sync("fence");
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 void Runtime::quiet() {
+  proxy_quiet();
   if (gpu_) return gpu_sync("quiet");
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }

@@ -13,6 +13,7 @@
 #include "allocator_state.hpp"
 #include "device_select.hpp"
 #include "gpu_state.hpp"
+#include "proxy_state.hpp"
 #include "gpucomm/core/env.hpp"
 #include "gpucomm/core/error.hpp"
 #include "gpucomm/core/log.hpp"
@@ -131,6 +132,7 @@ void Runtime::init(const RuntimeOptions& opts) {
     gpu_init();
   }
   alloc_ = std::make_unique<AllocatorState>(heap_->size());
+  proxy_init(opts);  // collective: routes, queues, agents, UCX
 
   team_slots_ = std::make_shared<std::atomic<uint64_t>>(uint64_t(3));  // world and node
   world_ = make_team(0, [&] {
@@ -170,6 +172,11 @@ void Runtime::finalize() {
   }
   world_ = Team();
   node_ = Team();
+  try {
+    proxy_finalize();  // after the barrier: nobody posts any more
+  } catch (const std::exception& e) {
+    GPUCOMM_LOG(error, "finalize: stopping the proxy: " << e.what());
+  }
   gpu_.reset();
   heap_.reset();
   alloc_.reset();

@@ -55,7 +55,7 @@ __device__ inline bool in_heap(const DeviceHandle& h, const void* p, size_t n) {
 // Records the failure (first failing thread of this PE wins) and stops the kernel. The host
 // reads the record after the launch fails (Runtime::check_device).
 __device__ __noinline__ inline void fail(const DeviceHandle& h, DeviceFault fault, DeviceOp op, int peer, const void* addr,
-                                         Cmp cmp, uint64_t expected, uint64_t seen, uint64_t elapsed_ns) {
+                                         Cmp cmp, uint64_t expected, uint64_t seen, uint64_t elapsed_ns, uint32_t queue = 0) {
   DeviceDiag* d = h.diag;
   if (d && atomicCAS(&d->state, DeviceDiag::kEmpty, DeviceDiag::kWriting) == DeviceDiag::kEmpty) {
     d->fault = fault;
@@ -69,6 +69,7 @@ __device__ __noinline__ inline void fail(const DeviceHandle& h, DeviceFault faul
     d->expected = expected;
     d->seen = seen;
     d->elapsed_ns = elapsed_ns;
+    d->queue = queue;
     d->block[0] = blockIdx.x, d->block[1] = blockIdx.y, d->block[2] = blockIdx.z;
     d->thread[0] = threadIdx.x, d->thread[1] = threadIdx.y, d->thread[2] = threadIdx.z;
     __threadfence_system();

@@ -16,10 +16,11 @@ enum class SignalOp : uint32_t { set, add };
 // Device operations named in diagnostics (device_op_name() on the host).
 enum class DeviceOp : uint32_t {
   none, put, get, p, g, put_signal, signal, signal_wait_until, wait_until, test, atomic,
-  barrier_master, barrier_dissemination, ptr, copy
+  barrier_master, barrier_dissemination, ptr, copy, proxy_post, proxy_wait, quiet
 };
 
-enum class DeviceFault : uint32_t { none = 0, timeout = 1, bad_argument = 2, unreachable = 3 };
+// proxy: the queue the operation was posted to failed (its agent stopped or rejected an entry).
+enum class DeviceFault : uint32_t { none = 0, timeout = 1, bad_argument = 2, unreachable = 3, proxy = 4 };
 
 // Written once by the first device thread that fails; read by Runtime::check_device().
 struct DeviceDiag {
@@ -32,7 +33,7 @@ struct DeviceDiag {
   int32_t peer;          // -1 when the operation has no peer
   uint64_t offset;       // heap offset of the address (or the raw address when outside the heap)
   uint32_t in_heap;      // 1 when `offset` is a heap offset
-  uint32_t reserved;
+  uint32_t queue;        // proxy operations: the queue id + 1 (0: not a proxy operation)
   uint64_t expected;     // value waited for (timeouts) or the bad value (argument faults)
   uint64_t seen;         // last value seen (timeouts) or the limit it broke (argument faults)
   uint64_t elapsed_ns;
@@ -65,11 +66,15 @@ struct DeviceHandle {
   char* const* peer_bases;    // device array [size]: each PE's user part as mapped here, or nullptr
   DeviceDiag* diag;           // host-mapped, for failures
   uint64_t timeout_ns;        // 0: waits never time out
-  // Proxy routing (gpucomm/proxy): with transport proxy-cpu or proxy-gpu, device one-sided
-  // operations post descriptors to queues[blockIdx % num_queues] instead of storing directly.
-  uint32_t transport;         // transport::Kind of device operations (direct unless forced)
-  uint32_t num_queues;        // 0 when no proxy serves this PE
+  // Proxy routing (gpucomm/proxy): one-sided operations to a PE go through a descriptor queue
+  // instead of loads and stores when the transport is forced to a proxy (proxy-cpu, proxy-gpu,
+  // ucx), or, with `auto`, when the PE is not mapped here. The queue is picked by block (or by
+  // warp): queues[index % num_queues].
+  uint32_t transport;         // transport::Kind (0 auto, 1 direct, 2 proxy-cpu, 3 proxy-gpu, 4 ucx)
+  uint32_t num_queues;        // 0 when no proxy serves this PE (every operation goes direct)
   proxy::QueueView* queues;   // device array [num_queues]
+  uint32_t queue_per_warp;    // 1: one queue per warp instead of one per block
+  uint32_t reserved_;
 };
 
 const char* device_op_name(DeviceOp op);

@@ -8,12 +8,16 @@
 // Ordering (ARCHITECTURE.md, "Memory ordering"): puts are plain stores into the peer's memory;
 // signals are release operations at system scope, waits are acquire loads at system scope, so
 // whoever sees a signal sees the data put before it. fence() and quiet() are fence.acq_rel.sys.
+// Operations to a PE that a proxy serves (a forced proxy transport, or a PE not mapped here)
+// become descriptors in the caller's queue (gpucomm/proxy/rma_proxy_device.cuh); quiet() then
+// also waits for the queue, and the agent keeps data before signal on every path.
 #include <cstddef>
 #include <cstdint>
 #include <cuda/std/type_traits>
 
 #include "gpucomm/device/copy_device.cuh"
 #include "gpucomm/device/detail_device.cuh"
+#include "gpucomm/proxy/rma_proxy_device.cuh"
 
 namespace gpucomm::device {
 
@@ -29,16 +33,25 @@ __device__ inline T* ptr(const DeviceHandle& h, T* sym, int pe) {
 // ---- ordering ----
 
 // Orders this thread's earlier puts and signals before its later ones, to every PE. For a
-// group: each thread fences its own accesses, then the group synchronizes.
+// group: each thread fences its own accesses, then the group synchronizes. (Queued entries are
+// performed in queue order, so the queue needs nothing more.)
 template <class Coop>
 __device__ inline void fence(Coop c) {
   __threadfence_system();
   coop::sync(c);
 }
-// Completes (makes visible everywhere) every earlier put of the group's threads.
+// Completes (makes visible everywhere) every earlier direct put of the group's threads.
 template <class Coop>
 __device__ inline void quiet(Coop c) {
   __threadfence_system();
+  coop::sync(c);
+}
+// The same, and also waits until the agent completed every entry of the group's queue(s): the
+// form to use when a proxy may serve some PE (a forced proxy transport, PEs on other nodes).
+template <class Coop>
+__device__ inline void quiet(Coop c, const DeviceHandle& h) {
+  __threadfence_system();
+  detail::quiet_proxy(c, h);
   coop::sync(c);
 }
 
@@ -47,23 +60,27 @@ __device__ inline void quiet(Coop c) {
 // Non-blocking put: the stores are issued; quiet() or a later signal makes them visible.
 template <class Coop>
 __device__ inline void put_nbi(Coop c, const DeviceHandle& h, void* dst, const void* src, size_t bytes, int pe) {
+  if (detail::via_proxy(h, pe)) return detail::proxy_put(c, h, dst, src, bytes, pe, false);
   char* r = detail::remote(h, static_cast<char*>(dst), bytes, 1, DeviceOp::put, pe);
   detail::copy(c, r, src, bytes);
 }
 // Blocking put: on return `src` may be reused by every thread of the group.
 template <class Coop>
 __device__ inline void put(Coop c, const DeviceHandle& h, void* dst, const void* src, size_t bytes, int pe) {
+  if (detail::via_proxy(h, pe)) return detail::proxy_put(c, h, dst, src, bytes, pe, true);
   put_nbi(c, h, dst, src, bytes, pe);
   coop::sync(c);
 }
 template <class Coop>
 __device__ inline void get_nbi(Coop c, const DeviceHandle& h, void* dst, const void* src, size_t bytes, int pe) {
+  if (detail::via_proxy(h, pe)) return detail::proxy_get(c, h, dst, src, bytes, pe, false);
   const char* r = detail::remote(h, static_cast<const char*>(src), bytes, 1, DeviceOp::get, pe);
   detail::copy(c, dst, r, bytes);
 }
 // Blocking get: on return `dst` holds the data for every thread of the group.
 template <class Coop>
 __device__ inline void get(Coop c, const DeviceHandle& h, void* dst, const void* src, size_t bytes, int pe) {
+  if (detail::via_proxy(h, pe)) return detail::proxy_get(c, h, dst, src, bytes, pe, true);
   get_nbi(c, h, dst, src, bytes, pe);
   coop::sync(c);
 }
@@ -71,10 +88,12 @@ __device__ inline void get(Coop c, const DeviceHandle& h, void* dst, const void*
 // Scalar put and get (one thread).
 template <class T>
 __device__ inline void p(const DeviceHandle& h, T* dst, T value, int pe) {
+  if (detail::via_proxy(h, pe)) return detail::proxy_p(h, dst, value, pe);
   *reinterpret_cast<volatile T*>(detail::remote(h, dst, sizeof(T), alignof(T), DeviceOp::p, pe)) = value;
 }
 template <class T>
 __device__ inline T g(const DeviceHandle& h, const T* src, int pe) {
+  if (detail::via_proxy(h, pe)) return detail::proxy_g(h, src, pe);
   return *reinterpret_cast<const volatile T*>(detail::remote(h, src, sizeof(T), alignof(T), DeviceOp::g, pe));
 }
 
@@ -83,6 +102,11 @@ __device__ inline T g(const DeviceHandle& h, const T* src, int pe) {
 // Sets or adds to `pe`'s copy of the signal word (release, system scope: earlier stores of this
 // thread, and of threads it synchronized with, are visible to whoever sees the new value).
 __device__ inline void signal_op(const DeviceHandle& h, uint64_t* sig, uint64_t value, SignalOp op, int pe) {
+  if (detail::via_proxy(h, pe)) {
+    detail::check_sym(h, sig, sizeof(uint64_t), 8, DeviceOp::signal, pe);
+    detail::proxy_signal_at(h, detail::heap_offset(h, sig), value, op, pe);
+    return;
+  }
   uint64_t* r = detail::remote(h, sig, sizeof(uint64_t), 8, DeviceOp::signal, pe);
   if (op == SignalOp::set)
     detail::store_release_sys(r, value);
@@ -95,6 +119,7 @@ __device__ inline void signal_op(const DeviceHandle& h, uint64_t* sig, uint64_t 
 template <class Coop>
 __device__ inline void put_signal_nbi(Coop c, const DeviceHandle& h, void* dst, const void* src, size_t bytes,
                                       uint64_t* sig, uint64_t value, SignalOp op, int pe) {
+  if (detail::via_proxy(h, pe)) return detail::proxy_put_signal(c, h, dst, src, bytes, sig, value, op, pe, false);
   char* r = detail::remote(h, static_cast<char*>(dst), bytes, 1, DeviceOp::put_signal, pe);
   detail::copy(c, r, src, bytes);
   if constexpr (!cuda::std::is_same_v<Coop, coop::Thread>) {
@@ -106,6 +131,7 @@ __device__ inline void put_signal_nbi(Coop c, const DeviceHandle& h, void* dst, 
 template <class Coop>
 __device__ inline void put_signal(Coop c, const DeviceHandle& h, void* dst, const void* src, size_t bytes,
                                   uint64_t* sig, uint64_t value, SignalOp op, int pe) {
+  if (detail::via_proxy(h, pe)) return detail::proxy_put_signal(c, h, dst, src, bytes, sig, value, op, pe, true);
   put_signal_nbi(c, h, dst, src, bytes, sig, value, op, pe);
   coop::sync(c);
 }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "gpucomm/proxy/check.hpp"
 #include "gpucomm/proxy/descriptor.hpp"
 
 namespace gpucomm::bootstrap { class Bootstrap; }
@@ -20,11 +21,11 @@ namespace gpucomm::bootstrap { class Bootstrap; }
 namespace gpucomm::proxy {
 
 class Executor;
-struct HeapGeometry;
 
 struct CpuProxyOptions {
   int threads = 1;
-  std::vector<int> cpus;    // CPUs the threads are pinned to (round robin); empty: not pinned
+  std::vector<int> cpus;     // thread t is pinned to cpus[t % size]; empty: see cpu_set
+  std::vector<int> cpu_set;  // with no `cpus`: every thread may run on these (empty: anywhere)
   int64_t timeout_ms = 0;   // limit for draining at stop()
   int rank = -1;            // for messages
   const bootstrap::Bootstrap* liveness = nullptr;  // the job; its failure stops the proxy
@@ -42,7 +43,8 @@ class CpuProxy {
  public:
   // Makes thread t's executor; called on the constructing thread, in order t = 0, 1, ...
   using ExecutorFactory = std::function<std::unique_ptr<Executor>(int thread)>;
-  // `queues` are agent views (Queue::agent_view()). Starts the threads.
+  // `queues` are agent views (Queue::agent_view()); queue i is served by thread i % threads.
+  // Starts `threads` threads (a thread without queues still progresses its executor).
   CpuProxy(std::vector<QueueView> queues, const HeapGeometry& geometry, const ExecutorFactory& make, CpuProxyOptions opts);
   ~CpuProxy();  // stop()
   CpuProxy(const CpuProxy&) = delete;

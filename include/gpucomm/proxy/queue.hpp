@@ -46,6 +46,9 @@ class Queue {
   // Host reads of the counters (copies for device-resident words), for tests and reports.
   uint64_t head() const;
   uint64_t completed() const;
+  // Records from the host that no agent serves the queue any more (after the agent exited), so
+  // producers fail at once instead of waiting.
+  void mark_stopped();
 
  private:
   struct Block;

@@ -30,5 +30,9 @@ void host_quiet(const QueueView& q, const HostWait& w);
 // Raises the queue's recorded fault, if any (Errc::peer_failure for transport faults and a
 // stopped agent, Errc::invalid_argument for bad descriptors). `agent_detail` is appended.
 void check_queue(const QueueView& q, const char* what, const std::string& agent_detail = {});
+// The error check_queue raises, from values read elsewhere (a queue whose status words the
+// caller reads through gpucomm::proxy::Queue).
+[[noreturn]] void raise_fault(uint32_t queue_id, QueueFault f, uint64_t ticket, Field field, const char* what,
+                              const std::string& agent_detail = {});
 
 }  // namespace gpucomm::proxy

@@ -41,6 +41,20 @@ struct RuntimeOptions {
   int size = -1;
   std::string device = "";  // "", "auto", "gpu" or "host"; "" reads GPUCOMM_DEVICE
   size_t heap_bytes = 0;    // 0 reads GPUCOMM_HEAP_SIZE
+  // "", "auto", "direct", "proxy-cpu", "proxy-gpu" or "ucx"; "" reads GPUCOMM_TRANSPORT. Forces
+  // the path of one-sided operations (see gpucomm/transport/transport.hpp).
+  std::string transport = "";
+};
+
+// How this PE reaches the others (Runtime::transport_info).
+struct TransportInfo {
+  std::string kind;                 // the transport in force: auto, direct, proxy-cpu, proxy-gpu, ucx
+  std::vector<std::string> routes;  // per PE: "direct", "host-copy", "copy-engine", "sm-agent", "ucx"
+  std::string agent;                // "none", "cpu-proxy" or "gpu-agent"
+  int proxy_threads = 0;
+  int device_queues = 0;            // queues of device-side operations
+  uint64_t executed = 0;            // entries the agent completed so far
+  double proxy_cpu_seconds = 0;     // CPU time the proxy threads used so far
 };
 
 class Runtime {
@@ -78,6 +92,8 @@ class Runtime {
   // True once the job failed (another PE died or the store vanished); failure() says why.
   bool failed() const;
   std::string failure() const;
+  // The transport in force and the path to each PE.
+  TransportInfo transport_info() const;
 
   // ---- symmetric memory (collective over the world: same arguments on every PE) ----
   void* malloc(size_t bytes);
@@ -156,7 +172,9 @@ class Runtime {
  private:
   void init(const RuntimeOptions& opts);
   void finalize();
-  char* remote(const void* sym, size_t bytes, int pe, const char* op) const;
+  void check_sym(const void* sym, size_t bytes, int pe, const char* op) const;  // PE and heap range
+  char* remote(const void* sym, size_t bytes, int pe, const char* op) const;      // ... and the mapping
+  template <class T> T host_atomic(proxy::AtomicOp op, const T* dst, T a, T b, int pe, const char* name);
   void check_pe(int pe, const char* op) const;
   Team make_team(int slot, std::vector<int> members);
   void host_barrier(Team::State& t);
@@ -170,6 +188,13 @@ class Runtime {
   uint64_t gpu_atomic(int kind, unsigned width, void* dst, uint64_t a, uint64_t b, int pe, const char* name);
   void gpu_device_barrier();
   template <class T> T gpu_wait_until(T* ivar, Cmp cmp, T value);
+  // Proxy layer (proxy_setup.cpp, proxy_ops.cpp)
+  void proxy_init(const RuntimeOptions& opts);
+  void proxy_finalize();
+  bool host_via_proxy(int pe) const;
+  // Posts `d` to the host queue and waits for it; returns the ticket's result slot.
+  uint64_t proxy_call(proxy::Descriptor d, const char* op, bool want_result = false);
+  void proxy_quiet();
 
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
   std::unique_ptr<heap::SymmetricHeap> heap_;
@@ -177,6 +202,8 @@ class Runtime {
   std::unique_ptr<GpuState> gpu_;
   struct AllocatorState;
   std::unique_ptr<AllocatorState> alloc_;
+  struct ProxyState;
+  std::unique_ptr<ProxyState> proxy_;
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1, num_nodes_ = 1;
   std::vector<int> node_of_;
   PeKind kind_ = PeKind::host;

@@ -1,0 +1,183 @@
+#pragma once
+// The GPU service agent's loop (the kernel is in src/proxy/service_agent.cu): persistent warps
+// that serve descriptor queues of GPU producers with SM copies into the peers' mapped heaps - a
+// stand-in for a GPU command processor (seed 003's ComP-Net). Warp w of W serves queues w, w + W,
+// ... For each queue it keeps no state of its own: `completed` (written only by this warp) is
+// its next ticket.
+//   poll      lane 0 acquires the stamp of the next ticket (below the doorbell when batching)
+//   execute   the warp copies with 16-byte vectors (put/get), lane 0 performs signals and atomics;
+//             put_signal: every lane fence.sc.sys, __syncwarp, then lane 0's release of the signal
+//   complete  every lane fence.sc.sys, __syncwarp, then lane 0 release-stores consumed and
+//             completed = ticket + 1 (in order, since the warp executes in order)
+//   fault     lane 0 records fault_ticket and fault_field, releases status, and the warp stops
+//             serving that queue
+//   stop      the host sets *stop; the warps finish what is posted, then return
+#include <cuda/atomic>
+
+#include "gpucomm/device/copy_device.cuh"
+#include "gpucomm/device/detail_device.cuh"
+#include "gpucomm/proxy/check.hpp"
+#include "gpucomm/proxy/descriptor.hpp"
+
+namespace gpucomm::proxy {
+
+struct ServiceAgentParams {
+  const QueueView* queues;  // device array
+  int num_queues;
+  char* const* peer_bases;  // device array [num_pes]: user parts mapped on this GPU (nullptr: unreachable)
+  HeapGeometry geometry;
+  const volatile uint32_t* stop;  // host-mapped
+  unsigned long long* executed;   // device counter of entries executed
+};
+
+namespace agent_detail {
+
+using gpucomm::device::detail::load_acquire_sys;
+using gpucomm::device::detail::store_release_sys;
+
+__device__ inline void record_fault(const QueueView& q, uint64_t t, QueueFault f, Field field) {
+  *reinterpret_cast<volatile uint64_t*>(q.fault_ticket) = t;
+  *reinterpret_cast<volatile uint32_t*>(q.fault_field) = static_cast<uint32_t>(field);
+  __threadfence_system();
+  store_release_sys(q.status, static_cast<uint32_t>(f));
+}
+
+template <class T>
+__device__ inline uint64_t atomic_apply(T* p, AtomicOp op, T a, T b) {
+  cuda::atomic_ref<T, cuda::thread_scope_system> w(*p);
+  constexpr auto ar = cuda::std::memory_order_acq_rel;
+  switch (op) {
+    case AtomicOp::fetch: return w.load(cuda::std::memory_order_acquire);
+    case AtomicOp::set: w.store(a, cuda::std::memory_order_release); return 0;
+    case AtomicOp::fetch_add: return w.fetch_add(a, ar);
+    case AtomicOp::swap: return w.exchange(a, ar);
+    case AtomicOp::compare_swap: w.compare_exchange_strong(b, a, ar, cuda::std::memory_order_acquire); return b;
+    case AtomicOp::fetch_and: return w.fetch_and(a, ar);
+    case AtomicOp::fetch_or: return w.fetch_or(a, ar);
+    case AtomicOp::fetch_xor: return w.fetch_xor(a, ar);
+  }
+  return 0;
+}
+
+__device__ inline void signal(uint64_t* s, uint8_t op, uint64_t v) {
+  if (static_cast<SignalOp>(op) == SignalOp::set)
+    store_release_sys(s, v);
+  else
+    gpucomm::device::detail::add_release_sys(s, v);
+}
+
+// Executes one validated entry with the whole warp. Returns false when the PE is unreachable.
+__device__ inline bool execute(const ServiceAgentParams& p, const Descriptor& d) {
+  char* base = p.peer_bases[d.pe];
+  if (base == nullptr) return false;
+  const bool lead = (threadIdx.x & 31u) == 0;
+  switch (d.opcode) {
+    case Opcode::put:
+    case Opcode::put_signal:
+      gpucomm::device::detail::copy(coop::Warp{}, base + d.remote, reinterpret_cast<const void*>(d.local), d.bytes);
+      if (d.opcode == Opcode::put_signal) {
+        __threadfence_system();
+        __syncwarp();
+        if (lead) signal(reinterpret_cast<uint64_t*>(base + d.sig), d.op, d.value);
+      }
+      break;
+    case Opcode::put_inline:
+      if (lead) gpucomm::device::detail::copy_small(base + d.remote, reinterpret_cast<const char*>(&d.value), d.bytes);
+      break;
+    case Opcode::get:
+      gpucomm::device::detail::copy(coop::Warp{}, reinterpret_cast<void*>(d.local), base + d.remote, d.bytes);
+      break;
+    case Opcode::signal:
+      if (lead) signal(reinterpret_cast<uint64_t*>(base + d.sig), d.op, d.value);
+      break;
+    case Opcode::atomic:
+      if (lead) {
+        const uint64_t old = d.width == 4 ? atomic_apply<uint32_t>(reinterpret_cast<uint32_t*>(base + d.remote), static_cast<AtomicOp>(d.op),
+                                                                   static_cast<uint32_t>(d.value), static_cast<uint32_t>(d.compare))
+                                          : atomic_apply<uint64_t>(reinterpret_cast<uint64_t*>(base + d.remote), static_cast<AtomicOp>(d.op),
+                                                                   d.value, d.compare);
+        if (d.local) *reinterpret_cast<volatile uint64_t*>(d.local) = old;
+      }
+      break;
+    case Opcode::fence:
+    case Opcode::nop: break;
+  }
+  return true;
+}
+
+// Serves queue `q` once: executes up to `budget` ready entries; returns how many.
+__device__ inline int serve_queue(const ServiceAgentParams& p, const QueueView& q, int budget) {
+  const bool lead = (threadIdx.x & 31u) == 0;
+  if (load_acquire_sys(q.status) != 0) return 0;
+  uint64_t t = *reinterpret_cast<volatile uint64_t*>(q.completed);
+  const uint64_t limit = q.doorbell_every ? load_acquire_sys(q.doorbell) : ~uint64_t(0);
+  int n = 0;
+  for (; n < budget && t < limit; ++n, ++t) {
+    const Descriptor* slot = &q.ring[static_cast<uint32_t>(t) & (q.capacity - 1)];
+    bool ready = false;
+    if (lead) ready = load_acquire_sys(&slot->stamp) == t + 1;
+    ready = __shfl_sync(0xffffffffu, ready, 0);
+    if (!ready) break;
+    __syncwarp();  // the other lanes read the entry after lane 0's acquire
+    Descriptor d;
+    const int4* s4 = reinterpret_cast<const int4*>(slot);
+    int4* d4 = reinterpret_cast<int4*>(&d);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) d4[i] = __ldcv(s4 + i);  // not from L1: the producer may be another SM
+    const CheckResult r = check_descriptor(d, p.geometry);
+    const bool ok = r.fault == QueueFault::none && (d.opcode == Opcode::nop || execute(p, d));
+    if (!ok) {
+      // Complete what came before, then fail the queue at this ticket.
+      __threadfence_system();
+      __syncwarp();
+      if (lead) {
+        store_release_sys(q.completed, t);
+        store_release_sys(q.consumed, t + 1);
+        record_fault(q, t, r.fault == QueueFault::none ? QueueFault::unreachable : r.fault,
+                     r.fault == QueueFault::none ? Field::pe : r.field);
+        if (n) atomicAdd(p.executed, static_cast<unsigned long long>(n));
+      }
+      __syncwarp();
+      return n;
+    }
+  }
+  if (n > 0) {
+    __threadfence_system();  // every lane's copies are complete before the completion
+    __syncwarp();
+    if (lead) {
+      store_release_sys(q.consumed, t);
+      store_release_sys(q.completed, t);
+      atomicAdd(p.executed, static_cast<unsigned long long>(n));
+    }
+  }
+  __syncwarp();
+  return n;
+}
+
+// The agent's loop for the calling warp.
+__device__ inline void serve(const ServiceAgentParams& p) {
+  const int warps_per_block = static_cast<int>(blockDim.x / 32);
+  const int warp = static_cast<int>(blockIdx.x) * warps_per_block + static_cast<int>(threadIdx.x / 32);
+  const int total = static_cast<int>(gridDim.x) * warps_per_block;
+  if (warp >= p.num_queues) return;
+  uint32_t idle = 0;
+  for (;;) {
+    int work = 0;
+    for (int qi = warp; qi < p.num_queues; qi += total) work += serve_queue(p, p.queues[qi], 64);
+    if (work) {
+      idle = 0;
+      continue;
+    }
+    if (*p.stop) {
+      // Finish what was posted before the stop: one more pass that finds nothing ready.
+      int more = 0;
+      for (int qi = warp; qi < p.num_queues; qi += total) more += serve_queue(p, p.queues[qi], 1 << 30);
+      if (more == 0) return;
+      continue;
+    }
+    if (++idle > 256) __nanosleep(idle > 4096 ? 1000 : 100);
+  }
+}
+
+}  // namespace agent_detail
+}  // namespace gpucomm::proxy

@@ -1,0 +1,38 @@
+#pragma once
+// Executes descriptors through a remote transport (UCX): puts, gets and atomics on the peers'
+// registered heaps. put_signal is put, fence(pe), then the signal as an atomic (set: an atomic
+// store, add: a fetch-add), so the target performs the signal after the data. Entries complete
+// when the transport reports them complete at the target (gets and fetching atomics: locally).
+#include <memory>
+#include <vector>
+
+#include "executor.hpp"
+#include "gpucomm/transport/transport.hpp"
+
+namespace gpucomm::proxy {
+
+class RemoteExecutor final : public Executor {
+ public:
+  // The transport registered each PE's whole region; `control_bytes` of control block precede
+  // the user part, so a descriptor offset o is region offset o + control_bytes.
+  RemoteExecutor(std::unique_ptr<transport::Remote> remote, int64_t control_bytes);
+  const char* name() const override { return remote_->name(); }
+  void start(const Descriptor& d, uint64_t* done) override;
+  void progress() override;
+  bool busy() const override { return !pending_.empty(); }
+  bool needs_idle_progress() const override { return true; }
+
+ private:
+  uint64_t off(int64_t o) const { return static_cast<uint64_t>(o + control_bytes_); }
+  std::unique_ptr<transport::Remote> remote_;
+  int64_t control_bytes_;
+  struct Pending {
+    uint64_t* done;
+    int stage;  // inline staging slot held until completion, or -1
+  };
+  std::vector<Pending> pending_;
+  std::vector<uint64_t> staging_;
+  std::vector<int> free_stage_;
+};
+
+}  // namespace gpucomm::proxy
