@@ -56,11 +56,12 @@ inline size_t half_peak_bytes(const std::vector<Result>& rs, const std::string& 
 
 inline bool write_json(const std::string& path, const std::string& tool, const std::string& commit, const std::string& cmdline,
                        const std::vector<std::string>& devices, bool quick, const std::vector<Result>& rs,
-                       const std::vector<std::pair<std::string, size_t>>& half_peaks) {
+                       const std::vector<std::pair<std::string, size_t>>& half_peaks, const std::string& extra_json = {}) {
   FILE* f = std::fopen(path.c_str(), "w");
   if (!f) return false;
   std::fprintf(f, "{\n  \"tool\": \"%s\",\n  \"date\": \"%s\",\n  \"git_commit\": \"%s\",\n  \"command_line\": \"%s\",\n  \"quick\": %s,\n",
                tool.c_str(), utc_now().c_str(), json_escape(commit).c_str(), json_escape(cmdline).c_str(), quick ? "true" : "false");
+  if (!extra_json.empty()) std::fprintf(f, "  %s,\n", extra_json.c_str());  // more top-level "key": value pairs
   std::fprintf(f, "  \"devices\": [");
   for (size_t i = 0; i < devices.size(); ++i) std::fprintf(f, "%s\"%s\"", i ? ", " : "", json_escape(devices[i]).c_str());
   std::fprintf(f, "],\n  \"half_peak_bytes\": {");

@@ -49,6 +49,7 @@ constexpr Variable kVariables[] = {
     {"GPUCOMM_PROXY_IDLE_US", "50", "Longest sleep of an idle CPU proxy thread in microseconds (0: spin; lower is faster after idling, higher saves CPU)."},
     {"GPUCOMM_AGENT_BLOCKS", "1", "Blocks of the GPU service agent (transport proxy-gpu)."},
     {"GPUCOMM_AGENT_THREADS", "256", "Threads per block of the GPU service agent; each warp serves a share of the queues."},
+    {"GPUCOMM_AGENT_IDLE_US", "500", "The GPU service agent leaves the GPU after this many microseconds without work and is started again by the next post (0: it stays until finalize; then cudaFree and cudaDeviceSynchronize wait for finalize)."},
 };
 
 std::once_flag g_warn_once;

@@ -1,13 +1,16 @@
-// The GPU service agent's kernel and its host side: launch on a private stream, stop through a
-// host-mapped flag, fault reports read from the queues' status words.
+// The GPU service agent's kernel and its host side: launches on a private stream, a waker thread
+// that starts the kernel again after an idle exit when a producer asks, stop through a host-mapped
+// flag, fault reports read from the queues' status words.
 #include <cuda_runtime_api.h>
 
 #include <atomic>
 #include <chrono>
+#include <thread>
 
 #include "../heap/cuda_driver.hpp"
 #include "../runtime/host_wait.hpp"
 #include "gpucomm/core/error.hpp"
+#include "gpucomm/core/log.hpp"
 #include "gpucomm/proxy/service_agent.hpp"
 #include "gpucomm/proxy/service_agent_device.cuh"
 
@@ -15,16 +18,63 @@ namespace gpucomm::proxy {
 
 namespace {
 __global__ void service_agent_kernel(ServiceAgentParams p) { agent_detail::serve(p); }
+
+struct DeviceWords {  // device memory of the agent
+  uint32_t state;
+  uint32_t leave;
+  unsigned long long last_work;
+  unsigned long long executed;
+};
 }  // namespace
 
 struct ServiceAgent::State {
   std::vector<Queue*> queues;
   ServiceAgentOptions opts;
+  int device = 0;
   cudaStream_t stream = nullptr;
   QueueView* device_views = nullptr;
-  uint32_t* stop_flag = nullptr;  // pinned, mapped
-  unsigned long long* executed = nullptr;
+  uint32_t* host_words = nullptr;  // pinned, mapped: [0] stop, [1] wake
+  uint32_t* wake_dev = nullptr;
+  uint32_t* stop_dev = nullptr;
+  DeviceWords* words = nullptr;
+  ServiceAgentParams params{};
+  std::thread waker;
+  std::atomic<bool> stopping{false};
+  std::atomic<uint64_t> launches{0};
+  std::string launch_error;
   bool stopped = false;
+
+  // Starts one instance after the previous one returned (stream order).
+  cudaError_t launch() {
+    const uint32_t one = 1;
+    cudaError_t e = cudaMemsetAsync(&words->leave, 0, sizeof(uint32_t), stream);
+    if (e == cudaSuccess) e = cudaMemcpyAsync(&words->state, &one, sizeof one, cudaMemcpyHostToDevice, stream);
+    if (e == cudaSuccess) {
+      service_agent_kernel<<<opts.blocks, opts.threads, 0, stream>>>(params);
+      e = cudaGetLastError();
+    }
+    if (e == cudaSuccess) launches.fetch_add(1, std::memory_order_relaxed);
+    return e;
+  }
+
+  void wake_loop() {
+    if (cudaSetDevice(device) != cudaSuccess) return;
+    std::atomic_ref<uint32_t> wake(host_words[1]);
+    while (!stopping.load(std::memory_order_acquire)) {
+      if (wake.exchange(0, std::memory_order_acq_rel) == 0) {
+        std::this_thread::sleep_for(std::chrono::microseconds(10));
+        continue;
+      }
+      // The running instance (if any) leaves by itself once idle; then start a new one.
+      if (cudaStreamSynchronize(stream) != cudaSuccess) return;  // a failed kernel: stop() reports it
+      if (stopping.load(std::memory_order_acquire)) return;
+      if (cudaError_t e = launch(); e != cudaSuccess) {
+        launch_error = cudaGetErrorString(e);
+        GPUCOMM_LOG(error, "GPU service agent: restart failed: " << launch_error);
+        return;
+      }
+    }
+  }
 };
 
 ServiceAgent::ServiceAgent(std::vector<Queue*> queues, char* const* device_peer_bases, const HeapGeometry& geometry, ServiceAgentOptions opts)
@@ -33,9 +83,11 @@ ServiceAgent::ServiceAgent(std::vector<Queue*> queues, char* const* device_peer_
   GPUCOMM_CHECK_ARG(opts.blocks >= 1 && opts.blocks <= 1024, "ServiceAgent", "blocks", std::to_string(opts.blocks) + " is outside 1..1024");
   GPUCOMM_CHECK_ARG(opts.threads >= 32 && opts.threads <= 1024 && opts.threads % 32 == 0, "ServiceAgent", "threads",
                     std::to_string(opts.threads) + " is not a multiple of 32 in 32..1024");
+  GPUCOMM_CHECK_ARG(opts.idle_us >= 0, "ServiceAgent", "idle_us", "is negative");
   State& s = *state_;
   s.queues = std::move(queues);
   s.opts = opts;
+  heap::check_cuda(cudaGetDevice(&s.device), "cudaGetDevice", "service agent");
   std::vector<QueueView> views;
   for (Queue* q : s.queues) {
     GPUCOMM_CHECK_ARG(q->config().agent == Side::gpu && q->config().producer == Side::gpu, "ServiceAgent", "queues",
@@ -46,37 +98,49 @@ ServiceAgent::ServiceAgent(std::vector<Queue*> queues, char* const* device_peer_
   heap::check_cuda(cudaMemcpy(s.device_views, views.data(), sizeof(QueueView) * views.size(), cudaMemcpyHostToDevice), "cudaMemcpy",
                    "agent queue table");
   void* p = nullptr;
-  heap::check_cuda(cudaHostAlloc(&p, sizeof(uint32_t), cudaHostAllocMapped), "cudaHostAlloc", "agent stop flag");
-  s.stop_flag = static_cast<uint32_t*>(p);
-  *s.stop_flag = 0;
-  uint32_t* stop_dev = nullptr;
-  heap::check_cuda(cudaHostGetDevicePointer(reinterpret_cast<void**>(&stop_dev), p, 0), "cudaHostGetDevicePointer", "agent stop flag");
-  heap::check_cuda(cudaMalloc(reinterpret_cast<void**>(&s.executed), sizeof(unsigned long long)), "cudaMalloc", "agent counter");
-  heap::check_cuda(cudaMemset(s.executed, 0, sizeof(unsigned long long)), "cudaMemset", "agent counter");
+  heap::check_cuda(cudaHostAlloc(&p, 2 * sizeof(uint32_t), cudaHostAllocMapped), "cudaHostAlloc", "agent stop and wake words");
+  s.host_words = static_cast<uint32_t*>(p);
+  s.host_words[0] = s.host_words[1] = 0;
+  heap::check_cuda(cudaHostGetDevicePointer(reinterpret_cast<void**>(&s.stop_dev), p, 0), "cudaHostGetDevicePointer", "agent stop word");
+  s.wake_dev = s.stop_dev + 1;
+  heap::check_cuda(cudaMalloc(reinterpret_cast<void**>(&s.words), sizeof(DeviceWords)), "cudaMalloc", "agent words");
+  heap::check_cuda(cudaMemset(s.words, 0, sizeof(DeviceWords)), "cudaMemset", "agent words");
   heap::check_cuda(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", "agent stream");
-  ServiceAgentParams params{s.device_views, static_cast<int>(views.size()), device_peer_bases, geometry, stop_dev, s.executed};
-  service_agent_kernel<<<opts.blocks, opts.threads, 0, s.stream>>>(params);
-  heap::check_cuda(cudaGetLastError(), "service agent launch", std::to_string(opts.blocks) + " blocks of " + std::to_string(opts.threads));
+  s.params = ServiceAgentParams{s.device_views, static_cast<int>(views.size()), device_peer_bases, geometry, s.stop_dev,
+                                &s.words->executed, &s.words->state, &s.words->leave, &s.words->last_work,
+                                static_cast<uint64_t>(opts.idle_us) * 1000u};
+  heap::check_cuda(s.launch(), "service agent launch", std::to_string(opts.blocks) + " blocks of " + std::to_string(opts.threads));
+  s.waker = std::thread([&s] { s.wake_loop(); });
 }
 
 ServiceAgent::~ServiceAgent() {
   try {
     stop();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "[gpucomm] service agent stop: %s\n", e.what());
+    GPUCOMM_LOG(error, "service agent stop: " << e.what());
   }
   State& s = *state_;
+  if (s.waker.joinable()) s.waker.join();
   if (s.stream) (void)cudaStreamDestroy(s.stream);
   if (s.device_views) (void)cudaFree(s.device_views);
-  if (s.executed) (void)cudaFree(s.executed);
-  if (s.stop_flag) (void)cudaFreeHost(s.stop_flag);
+  if (s.words) (void)cudaFree(s.words);
+  if (s.host_words) (void)cudaFreeHost(s.host_words);
+}
+
+QueueView ServiceAgent::producer_view(const Queue& q) const {
+  QueueView v = q.producer_view();
+  v.agent_state = &state_->words->state;
+  v.agent_wake = state_->wake_dev;
+  return v;
 }
 
 void ServiceAgent::stop() {
   State& s = *state_;
   if (s.stopped) return;
   s.stopped = true;
-  std::atomic_ref<uint32_t>(*s.stop_flag).store(1, std::memory_order_release);
+  s.stopping.store(true, std::memory_order_release);
+  std::atomic_ref<uint32_t>(s.host_words[0]).store(1, std::memory_order_release);
+  if (s.waker.joinable()) s.waker.join();
   cudaError_t e = cudaSuccess;
   detail::host_wait(
       [&] {
@@ -87,9 +151,10 @@ void ServiceAgent::stop() {
       [&] { return "rank " + std::to_string(s.opts.rank) + " stopping the GPU service agent: its warps did not return"; });
   for (Queue* q : s.queues) q->mark_stopped();
   heap::check_cuda(e, "service agent", "the agent kernel failed");
+  if (!s.launch_error.empty()) raise(Errc::cuda, "service agent", "a restart after an idle exit failed: " + s.launch_error);
 }
 
-bool ServiceAgent::running() const { return !state_->stopped && cudaStreamQuery(state_->stream) == cudaErrorNotReady; }
+bool ServiceAgent::running() const { return !state_->stopped; }
 
 std::string ServiceAgent::failure() const {
   std::string out;
@@ -105,8 +170,12 @@ std::string ServiceAgent::failure() const {
 
 uint64_t ServiceAgent::executed() const {
   unsigned long long v = 0;
-  heap::check_cuda(cudaMemcpy(&v, state_->executed, sizeof v, cudaMemcpyDeviceToHost), "cudaMemcpy", "agent counter");
+  heap::check_cuda(cudaMemcpyAsync(&v, &state_->words->executed, sizeof v, cudaMemcpyDeviceToHost, cudaStreamPerThread), "cudaMemcpyAsync",
+                   "agent counter");
+  heap::check_cuda(cudaStreamSynchronize(cudaStreamPerThread), "cudaStreamSynchronize", "agent counter");
   return v;
 }
+
+uint64_t ServiceAgent::launches() const { return state_->launches.load(std::memory_order_relaxed); }
 
 }  // namespace gpucomm::proxy

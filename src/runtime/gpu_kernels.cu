@@ -30,6 +30,7 @@ __global__ void wait_kernel(DeviceHandle h, uint64_t* ivar, Cmp cmp, uint64_t va
 
 __global__ void barrier_kernel(DeviceHandle h) {
   __threadfence_system();
+  device::detail::quiet_all_queues(h);  // earlier kernels' queued entries too (stream order)
   device::barrier_all(coop::Thread{}, h);
 }
 

@@ -148,12 +148,26 @@ void Runtime::proxy_init(const RuntimeOptions& opts) {
     proxy::Placement placement = need_agent ? proxy::Placement::device : proxy::Placement::host;
     if (ring != "auto") placement = proxy::parse_placement(ring, "GPUCOMM_PROXY_RING");
     const proxy::Side agent = need_agent ? proxy::Side::gpu : proxy::Side::cpu;
-    std::vector<proxy::QueueView> producer_views;
     for (int i = 0; i < n; ++i) {
       P.device_queues.push_back(std::make_unique<proxy::Queue>(proxy::QueueConfig{proxy::Side::gpu, agent, placement, depth, doorbell}, next_id++));
-      producer_views.push_back(P.device_queues.back()->producer_view());
       if (!need_agent) cpu_views.push_back(P.device_queues.back()->agent_view());
     }
+    if (need_agent) {
+      proxy::ServiceAgentOptions o;
+      o.blocks = checked_int("GPUCOMM_AGENT_BLOCKS", 1, 1, 1024);
+      o.threads = checked_int("GPUCOMM_AGENT_THREADS", 256, 32, 1024);
+      o.idle_us = checked_int("GPUCOMM_AGENT_IDLE_US", 500, 0, 1 << 30);
+      o.timeout_ms = timeout_ms_;
+      o.rank = rank_;
+      o.liveness = bootstrap_.get();
+      std::vector<proxy::Queue*> qs;
+      for (auto& q : P.device_queues) qs.push_back(q.get());
+      auto* dh = static_cast<heap::DeviceHeap*>(heap_.get());
+      P.gpu = std::make_unique<proxy::ServiceAgent>(qs, dh->device_peer_bases(), geometry, o);
+    }
+    // The producers' table in the device handle (with the agent's wake words for the GPU agent).
+    std::vector<proxy::QueueView> producer_views;
+    for (auto& q : P.device_queues) producer_views.push_back(P.gpu ? P.gpu->producer_view(*q) : q->producer_view());
     heap::check_cuda(cudaMalloc(reinterpret_cast<void**>(&P.device_views), sizeof(proxy::QueueView) * producer_views.size()), "cudaMalloc",
                      "the device handle's queue table");
     heap::check_cuda(cudaMemcpy(P.device_views, producer_views.data(), sizeof(proxy::QueueView) * producer_views.size(), cudaMemcpyHostToDevice),
@@ -167,18 +181,6 @@ void Runtime::proxy_init(const RuntimeOptions& opts) {
     h.queue_per_warp = per == "warp" ? 1u : 0u;
   }
 
-  if (need_agent) {
-    proxy::ServiceAgentOptions o;
-    o.blocks = checked_int("GPUCOMM_AGENT_BLOCKS", 1, 1, 1024);
-    o.threads = checked_int("GPUCOMM_AGENT_THREADS", 256, 32, 1024);
-    o.timeout_ms = timeout_ms_;
-    o.rank = rank_;
-    o.liveness = bootstrap_.get();
-    std::vector<proxy::Queue*> qs;
-    for (auto& q : P.device_queues) qs.push_back(q.get());
-    auto* dh = static_cast<heap::DeviceHeap*>(heap_.get());
-    P.gpu = std::make_unique<proxy::ServiceAgent>(qs, dh->device_peer_bases(), geometry, o);
-  }
   if (!need_cpu) return;
 
   // The remote transport: one instance per proxy thread (collective, in thread order).

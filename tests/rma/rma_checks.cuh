@@ -61,7 +61,7 @@ __global__ void k_put(DeviceHandle h, char* dst, const char* src, size_t bytes, 
   Coop c;
   if (nbi) {
     device::put_nbi(c, h, dst, src, bytes, pe);
-    device::quiet(c);
+    device::quiet(c, h);
   } else {
     device::put(c, h, dst, src, bytes, pe);
   }
@@ -71,7 +71,7 @@ __global__ void k_get(DeviceHandle h, char* dst, const char* src, size_t bytes, 
   Coop c;
   if (nbi) {
     device::get_nbi(c, h, dst, src, bytes, pe);
-    coop::sync(c);
+    device::quiet(c, h);  // a get through a proxy completes with quiet
   } else {
     device::get(c, h, dst, src, bytes, pe);
   }
@@ -94,7 +94,7 @@ __global__ void k_scalars(DeviceHandle h, int32_t* w32, uint64_t* w64, double* w
   device::p(h, w32, a, pe);
   device::p(h, w64, b, pe);
   device::p(h, wd, d, pe);
-  device::quiet(coop::Thread{});
+  device::quiet(coop::Thread{}, h);
   out[0] = static_cast<uint64_t>(static_cast<uint32_t>(device::g(h, w32, pe)));
   out[1] = device::g(h, w64, pe);
   double back = device::g(h, wd, pe);
@@ -117,7 +117,7 @@ __global__ void k_set_cmp_words(DeviceHandle h, int64_t* w64, int32_t* w32, uint
     device::p(h, &w32[i], static_cast<int32_t>(target[i]), pe);
     device::p(h, &u32[i], static_cast<uint32_t>(target[i]), pe);
   }
-  device::quiet(coop::Thread{});
+  device::quiet(coop::Thread{}, h);
 }
 template <class Coop>
 __global__ void k_wait_cmp_words(DeviceHandle h, int64_t* w64, int32_t* w32, uint32_t* u32, uint64_t* out) {

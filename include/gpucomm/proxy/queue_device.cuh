@@ -70,6 +70,16 @@ __device__ inline uint64_t wait_queue_word(const DeviceHandle& h, const proxy::Q
   }
 }
 
+// After a post or a doorbell: if the GPU service agent has left (idle exit), ask the host to start
+// it again. Dekker with the agent's exit: the producer's entry, fence.sc, read of the state; the
+// agent's state = 0, fence.sc, scan of the stamps. At least one of them sees the other's write.
+__device__ __forceinline__ void notify_agent(const proxy::QueueView& q) {
+  if (q.agent_state == nullptr) return;
+  asm volatile("fence.sc.gpu;" ::: "memory");
+  if (cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(*q.agent_state).load(cuda::std::memory_order_relaxed) == 0)
+    cuda::atomic_ref<uint32_t, cuda::thread_scope_system>(*q.agent_wake).store(1u, cuda::std::memory_order_relaxed);
+}
+
 // Posts `d` (one thread) and returns its ticket. With `result_slot`, the entry's local address
 // is the queue's result slot of the ticket (g and fetching atomics).
 __device__ inline uint64_t post(const DeviceHandle& h, const proxy::QueueView& q, proxy::Descriptor d, bool result_slot = false) {
@@ -92,6 +102,7 @@ __device__ inline uint64_t post(const DeviceHandle& h, const proxy::QueueView& q
   store_release_sys(&slot->stamp, t + 1);
   if (q.doorbell_every && (t + 1) % q.doorbell_every == 0)
     asm volatile("red.release.sys.global.max.u64 [%0], %1;" ::"l"(q.doorbell), "l"(t + 1) : "memory");
+  notify_agent(q);
   return t;
 }
 
@@ -100,6 +111,7 @@ __device__ inline void flush_queue(const proxy::QueueView& q) {
   if (q.doorbell_every) {
     const uint64_t head = cuda::atomic_ref<uint64_t, cuda::thread_scope_device>(*q.head).load(cuda::std::memory_order_relaxed);
     asm volatile("red.release.sys.global.max.u64 [%0], %1;" ::"l"(q.doorbell), "l"(head) : "memory");
+    notify_agent(q);
   }
 }
 
@@ -115,6 +127,11 @@ __device__ inline void quiet_queue(const DeviceHandle& h, const proxy::QueueView
   if (head == 0) return;
   flush_queue(q);
   wait_queue_word(h, q, q.completed, head, DeviceOp::quiet, -1);
+}
+
+// Completes (one thread) the entries of every queue of this PE: what earlier kernels posted.
+__device__ inline void quiet_all_queues(const DeviceHandle& h) {
+  for (uint32_t i = 0; i < h.num_queues; ++i) quiet_queue(h, h.queues[i]);
 }
 
 // The proxy part of quiet(): the group's queues (a block in per-warp mode covers its warps').

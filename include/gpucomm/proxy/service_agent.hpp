@@ -3,9 +3,10 @@
 // of GPU producers with SM copies into NVLink-reachable peers (a command-processor stand-in, seed
 // 003). Host side; the loop is in service_agent_device.cuh.
 //
-// While it runs it keeps `blocks` blocks resident: calls that wait for the whole device
-// (cudaDeviceSynchronize, and cudaFree, which synchronizes implicitly) wait for it too, so stop()
-// it first (Runtime::finalize does).
+// While it serves it keeps `blocks` blocks resident. After `idle_us` without work it leaves, so
+// device-wide synchronizations (cudaDeviceSynchronize, cudaFree) wait at most that long for it;
+// a producer that posts to a queue whose agent left wakes the host's waker thread, which starts
+// the kernel again (a few tens of microseconds on that post).
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -21,6 +22,7 @@ namespace gpucomm::proxy {
 struct ServiceAgentOptions {
   int blocks = 1;             // agent blocks
   int threads = 256;          // threads per block: warp w of all warps serves queues w, w + warps, ...
+  int64_t idle_us = 500;      // leave after this long without work (0: never leave)
   int64_t timeout_ms = 0;     // limit for stop()
   int rank = -1;              // for messages
   const bootstrap::Bootstrap* liveness = nullptr;
@@ -34,6 +36,9 @@ class ServiceAgent {
   ~ServiceAgent();  // stop()
   ServiceAgent(const ServiceAgent&) = delete;
   ServiceAgent& operator=(const ServiceAgent&) = delete;
+  // Fills in the agent's wake words of a producer view (agent_state, agent_wake), so that
+  // producers can restart the agent after an idle exit. Use the result in the producers' table.
+  QueueView producer_view(const Queue& q) const;
   // Asks the warps to finish what is posted and return; waits (timeout_ms). Queues then refuse
   // new entries (agent_stopped).
   void stop();
@@ -41,6 +46,7 @@ class ServiceAgent {
   // The faults the agent recorded (queue, ticket, fault, field), empty when none.
   std::string failure() const;
   uint64_t executed() const;
+  uint64_t launches() const;  // kernel starts so far (1 + restarts after idle exits)
 
  private:
   struct State;

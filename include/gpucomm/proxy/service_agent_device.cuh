@@ -12,6 +12,12 @@
 //   fault     lane 0 records fault_ticket and fault_field, releases status, and the warp stops
 //             serving that queue
 //   stop      the host sets *stop; the warps finish what is posted, then return
+//   idle exit after idle_ns without work, warp 0 stores state = 0, fence.sc.gpu, and scans every
+//             queue's next stamp: work found -> state = 1 and go on; none -> *leave = 1 and all
+//             warps return. A producer that posts later sees state == 0 (notify_agent) and asks
+//             the host, whose waker thread starts the kernel again. So the agent holds no SM while
+//             the application is quiet, and device-wide synchronizations (cudaFree,
+//             cudaDeviceSynchronize) wait at most idle_ns for it.
 #include <cuda/atomic>
 
 #include "gpucomm/device/copy_device.cuh"
@@ -26,8 +32,12 @@ struct ServiceAgentParams {
   int num_queues;
   char* const* peer_bases;  // device array [num_pes]: user parts mapped on this GPU (nullptr: unreachable)
   HeapGeometry geometry;
-  const volatile uint32_t* stop;  // host-mapped
+  const volatile uint32_t* stop;  // host-mapped: the host asks the agent to finish
   unsigned long long* executed;   // device counter of entries executed
+  uint32_t* state;                // device: 1 while serving (set to 1 by the host before each launch)
+  uint32_t* leave;                // device: warp 0's decision to exit (0 before each launch)
+  unsigned long long* last_work;  // device: %globaltimer of the last entry executed
+  uint64_t idle_ns;               // 0: never leave
 };
 
 namespace agent_detail {
@@ -148,10 +158,42 @@ __device__ inline int serve_queue(const ServiceAgentParams& p, const QueueView& 
       store_release_sys(q.consumed, t);
       store_release_sys(q.completed, t);
       atomicAdd(p.executed, static_cast<unsigned long long>(n));
+      atomicMax(p.last_work, static_cast<unsigned long long>(gpucomm::device::detail::globaltimer()));
     }
   }
   __syncwarp();
   return n;
+}
+
+// Whether any queue has its next entry posted (warp 0's check before leaving).
+__device__ inline bool any_posted(const ServiceAgentParams& p) {
+  for (int qi = 0; qi < p.num_queues; ++qi) {
+    const QueueView& q = p.queues[qi];
+    if (load_acquire_sys(q.status) != 0) continue;
+    const uint64_t t = *reinterpret_cast<volatile uint64_t*>(q.completed);
+    if (q.doorbell_every && load_acquire_sys(q.doorbell) <= t) continue;
+    if (load_acquire_sys(&q.ring[static_cast<uint32_t>(t) & (q.capacity - 1)].stamp) == t + 1) return true;
+  }
+  return false;
+}
+
+// Warp 0: after idle_ns without work, leave unless a producer posted meanwhile (see the top).
+__device__ inline bool decide_to_leave(const ServiceAgentParams& p) {
+  const uint64_t now = gpucomm::device::detail::globaltimer();
+  if (p.idle_ns == 0 || now - *reinterpret_cast<volatile unsigned long long*>(p.last_work) < p.idle_ns) return false;
+  bool leave = false;
+  if ((threadIdx.x & 31u) == 0) {
+    cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(*p.state).store(0u, cuda::std::memory_order_relaxed);
+    asm volatile("fence.sc.gpu;" ::: "memory");
+    if (any_posted(p)) {
+      cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(*p.state).store(1u, cuda::std::memory_order_relaxed);
+      atomicMax(p.last_work, static_cast<unsigned long long>(now));
+    } else {
+      cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(*p.leave).store(1u, cuda::std::memory_order_relaxed);
+      leave = true;
+    }
+  }
+  return __shfl_sync(0xffffffffu, leave, 0);
 }
 
 // The agent's loop for the calling warp.
@@ -159,7 +201,8 @@ __device__ inline void serve(const ServiceAgentParams& p) {
   const int warps_per_block = static_cast<int>(blockDim.x / 32);
   const int warp = static_cast<int>(blockIdx.x) * warps_per_block + static_cast<int>(threadIdx.x / 32);
   const int total = static_cast<int>(gridDim.x) * warps_per_block;
-  if (warp >= p.num_queues) return;
+  if (warp == 0 && threadIdx.x == 0) atomicMax(p.last_work, static_cast<unsigned long long>(gpucomm::device::detail::globaltimer()));
+  if (warp >= p.num_queues && warp != 0) return;
   uint32_t idle = 0;
   for (;;) {
     int work = 0;
@@ -168,13 +211,16 @@ __device__ inline void serve(const ServiceAgentParams& p) {
       idle = 0;
       continue;
     }
-    if (*p.stop) {
-      // Finish what was posted before the stop: one more pass that finds nothing ready.
+    const bool stopping = *p.stop != 0;
+    const bool leaving = cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(*p.leave).load(cuda::std::memory_order_relaxed) != 0;
+    if (stopping || leaving) {
+      // Finish what was posted: one more pass that finds nothing ready.
       int more = 0;
       for (int qi = warp; qi < p.num_queues; qi += total) more += serve_queue(p, p.queues[qi], 1 << 30);
       if (more == 0) return;
       continue;
     }
+    if (warp == 0 && (idle & 63u) == 63u && decide_to_leave(p)) continue;  // the next pass drains and returns
     if (++idle > 256) __nanosleep(idle > 4096 ? 1000 : 100);
   }
 }
