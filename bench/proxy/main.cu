@@ -5,7 +5,7 @@
 // each point is the median of several trials after a warm-up.
 //   put_signal_latency   one-way (2 PEs) or round trip (1 PE), thread and block level, 8 B..64 KB
 //   put_bw               block-level puts from 8 and 32 CTAs, 64 KB..256 MB
-//   p_msg_rate           8-byte puts issued by GPU threads (32 and 132 CTAs x 512)
+//   p_msg_rate           8-byte puts issued by GPU threads (32 and 132 CTAs; fewer puts through an agent)
 //   host_p_rate          8-byte puts issued by the CPU through the host API (one call each)
 //   host_copy_rate       8-byte cudaMemcpyAsync issued back to back by the CPU (CPU-issued reference)
 //   copy_engine_bw       cudaMemcpyAsync into the target's mapping (raw copy-engine reference)
@@ -140,12 +140,15 @@ struct Bench {
     }
   }
 
-  void rates() {
-    const int per_thread = quick ? 16 : 64;
+  void rates(bool via_agent) {
+    // Through an agent every operation is a descriptor: fewer of them keep a trial short.
+    const int per_thread = via_agent ? (quick ? 2 : 8) : (quick ? 16 : 64);
+    const int threads = via_agent ? 64 : 512;
     for (int ctas : {32, 132}) {
-      const double ops = static_cast<double>(ctas) * 512 * per_thread;
+      const double ops = static_cast<double>(ctas) * threads * per_thread;
       const TransportInfo before = rt.transport_info();
-      measure({"p_msg_rate", "thread", 8, ctas, "Mops/s", {}}, 1, [&] { proxy_bench::k_msg_rate<<<ctas, 512, 0, s>>>(h, words, per_thread, peer); },
+      measure({"p_msg_rate", "thread", 8, ctas, "Mops/s", {}}, 1,
+              [&] { proxy_bench::k_msg_rate<<<ctas, threads, 0, s>>>(h, words, per_thread, peer); },
               [&](double ms) { return ms > 0 ? ops / (ms * 1e3) : 0.0; });
       const TransportInfo after = rt.transport_info();
       if (after.executed > before.executed && after.proxy_cpu_seconds > 0 && rt.rank() == 0) {
@@ -155,7 +158,7 @@ struct Bench {
       }
     }
     // CPU-issued: the host API, one blocking call per 8-byte put; and raw async copies.
-    const int host_ops = quick ? 2000 : 20000;
+    const int host_ops = via_agent ? (quick ? 500 : 5000) : (quick ? 2000 : 20000);
     Result api{"host_p_rate", "host_api", 8, 0, "Mops/s", {}};
     Result raw{"host_copy_rate", "cpu_async_copy", 8, 0, "Mops/s", {}};
     char* target = static_cast<char*>(rt.ptr(words, peer));
@@ -221,7 +224,7 @@ int main(int argc, char** argv) {
                   quick ? " (quick)" : "");
     Bench b(rt, quick, max_bytes);
     if (wanted("latency")) b.latency();
-    if (wanted("rate")) b.rates();
+    if (wanted("rate")) b.rates(info.agent != "none");
     if (wanted("bandwidth")) b.bandwidth();
     if (rt.rank() == 0 && !json.empty()) {
       std::string routes;

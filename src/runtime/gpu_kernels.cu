@@ -110,6 +110,16 @@ cudaError_t launch_atomic_at(AtomicKind kind, unsigned width, void* addr, uint64
 
 bool gpu_kernels_built() { return true; }
 
+cudaError_t preload_kernels() {
+  cudaFuncAttributes a;
+  for (const void* f : {reinterpret_cast<const void*>(copy_kernel), reinterpret_cast<const void*>(signal_kernel),
+                        reinterpret_cast<const void*>(wait_kernel), reinterpret_cast<const void*>(barrier_kernel),
+                        reinterpret_cast<const void*>(atomic_kernel), reinterpret_cast<const void*>(signal_at_kernel),
+                        reinterpret_cast<const void*>(atomic_at_kernel)})
+    if (cudaError_t e = cudaFuncGetAttributes(&a, f); e != cudaSuccess) return e;
+  return cudaSuccess;
+}
+
 cudaError_t launch_copy(void* dst, const void* src, size_t bytes, cudaStream_t s) {
   if (bytes == 0) return cudaSuccess;
   int blocks = static_cast<int>(std::min<size_t>(kMaxCopyBlocks, (bytes + kBytesPerBlock - 1) / kBytesPerBlock));

@@ -13,6 +13,10 @@ namespace gpucomm::detail {
 enum class AtomicKind : int { fetch, set, fetch_add, swap, compare_swap, fetch_and, fetch_or, fetch_xor };
 
 bool gpu_kernels_built();
+// Loads every kernel of this file now. With CUDA's lazy loading, a first launch while another
+// kernel of the process spins (a device wait, a persistent agent) can wait for that kernel to end:
+// the proxy's signal kernels must never be loaded that late.
+cudaError_t preload_kernels();
 // Copies between two device-accessible addresses with SM stores (peer addresses included).
 cudaError_t launch_copy(void* dst, const void* src, size_t bytes, cudaStream_t s);
 // Fences, then sets or adds to `pe`'s copy of `sig` (symmetric address).

@@ -5,6 +5,7 @@
 namespace gpucomm::detail {
 
 bool gpu_kernels_built() { return false; }
+cudaError_t preload_kernels() { return cudaSuccess; }
 cudaError_t launch_copy(void*, const void*, size_t, cudaStream_t) { return cudaErrorNotSupported; }
 cudaError_t launch_signal(const DeviceHandle&, uint64_t*, uint64_t, SignalOp, int, cudaStream_t) { return cudaErrorNotSupported; }
 cudaError_t launch_wait(const DeviceHandle&, uint64_t*, Cmp, uint64_t, cudaStream_t) { return cudaErrorNotSupported; }

@@ -5,6 +5,7 @@
 
 #include "../heap/cuda_driver.hpp"
 #include "../heap/device_heap.hpp"
+#include "gpu_kernels.hpp"
 #include "gpucomm/core/error.hpp"
 
 namespace gpucomm {
@@ -20,6 +21,7 @@ Runtime::GpuState::~GpuState() {
 }
 
 void Runtime::gpu_init() {
+  heap::check_cuda(detail::preload_kernels(), "preload_kernels", "loading gpucomm's kernels");
   auto g = std::make_unique<GpuState>();
   check_cuda(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", "host operation stream");
   check_cuda(cudaStreamCreateWithFlags(&g->poll, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", "polling stream");

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 
@@ -70,6 +71,13 @@ Runtime::~Runtime() {
 void Runtime::init(const RuntimeOptions& opts) {
   env::warn_unknown_once();
   timeout_ms_ = env::wait_timeout_ms();
+  // With a proxy in the path, kernels wait for work that other streams carry out (copies and
+  // kernels of the CPU proxy, restarts of the GPU agent). CUDA's lazy loading loads a kernel at
+  // its first launch, and that load waits for the device's running kernels: a kernel launched
+  // behind one that waits for the proxy would stall the proxy and itself. Eager loading avoids
+  // it; it only applies if no CUDA context exists yet, and the user's setting wins.
+  const std::string forced = opts.transport.empty() ? env::get_string("GPUCOMM_TRANSPORT", "auto") : opts.transport;
+  if (forced == "proxy-cpu" || forced == "proxy-gpu" || forced == "ucx") setenv("CUDA_MODULE_LOADING", "EAGER", 0);
   bootstrap::LaunchInfo info;
   if (!opts.unique_id.empty()) {
     GPUCOMM_CHECK_ARG(opts.size >= 1, "Runtime", "RuntimeOptions::size", "must be set with unique_id");

@@ -87,9 +87,8 @@ __device__ inline uint64_t post(const DeviceHandle& h, const proxy::QueueView& q
   if (t >= load_acquire_gpu(q.consumed_cache) + q.capacity) {
     const uint64_t c = wait_queue_word(h, q, q.consumed, t - q.capacity + 1, DeviceOp::proxy_post, d.pe);
     cuda::atomic_ref<uint64_t, cuda::thread_scope_device>(*q.consumed_cache).fetch_max(c, cuda::std::memory_order_release);
-  } else if (load_acquire_sys(q.status) != 0) {
-    fail_queue(h, q, DeviceOp::proxy_post, d.pe);
   }
+  // No status check here: it may live across PCIe. A failed queue fails the next wait instead.
   const uint32_t idx = static_cast<uint32_t>(t) & (q.capacity - 1);
   if (result_slot) d.local = reinterpret_cast<uint64_t>(&q.results[idx]);
   proxy::Descriptor* slot = &q.ring[idx];

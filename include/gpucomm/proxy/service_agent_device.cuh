@@ -115,10 +115,16 @@ __device__ inline bool execute(const ServiceAgentParams& p, const Descriptor& d)
   return true;
 }
 
+// Whether this agent failed `q` (it then consumed the bad entry without completing it). Device
+// memory only, unlike `status`, which the host reads and may sit in host memory.
+__device__ __forceinline__ bool failed(const QueueView& q) {
+  return *reinterpret_cast<volatile uint64_t*>(q.consumed) != *reinterpret_cast<volatile uint64_t*>(q.completed);
+}
+
 // Serves queue `q` once: executes up to `budget` ready entries; returns how many.
 __device__ inline int serve_queue(const ServiceAgentParams& p, const QueueView& q, int budget) {
   const bool lead = (threadIdx.x & 31u) == 0;
-  if (load_acquire_sys(q.status) != 0) return 0;
+  if (failed(q)) return 0;
   uint64_t t = *reinterpret_cast<volatile uint64_t*>(q.completed);
   const uint64_t limit = q.doorbell_every ? load_acquire_sys(q.doorbell) : ~uint64_t(0);
   int n = 0;
@@ -169,7 +175,7 @@ __device__ inline int serve_queue(const ServiceAgentParams& p, const QueueView& 
 __device__ inline bool any_posted(const ServiceAgentParams& p) {
   for (int qi = 0; qi < p.num_queues; ++qi) {
     const QueueView& q = p.queues[qi];
-    if (load_acquire_sys(q.status) != 0) continue;
+    if (failed(q)) continue;
     const uint64_t t = *reinterpret_cast<volatile uint64_t*>(q.completed);
     if (q.doorbell_every && load_acquire_sys(q.doorbell) <= t) continue;
     if (load_acquire_sys(&q.ring[static_cast<uint32_t>(t) & (q.capacity - 1)].stamp) == t + 1) return true;
