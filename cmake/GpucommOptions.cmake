@@ -19,6 +19,10 @@ if(GPUCOMM_CHECKED)
   target_compile_definitions(gpucomm_flags INTERFACE GPUCOMM_CHECKED=1)
 endif()
 
+# UCX (optional remote transport, libgpucomm_ucx): AUTO builds it when UCX is found.
+set(GPUCOMM_WITH_UCX "AUTO" CACHE STRING "Build the UCX transport library libgpucomm_ucx: ON, OFF or AUTO")
+set_property(CACHE GPUCOMM_WITH_UCX PROPERTY STRINGS AUTO ON OFF)
+
 # MPI (optional bootstrap).
 set(GPUCOMM_HAVE_MPI OFF)
 if(NOT GPUCOMM_WITH_MPI STREQUAL "OFF")

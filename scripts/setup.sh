@@ -24,7 +24,8 @@ py_need=()
 "$PY" - <<'PY' >/tmp/gpucomm-setup-py.txt
 import importlib.util
 mods = {"nanobind": "nanobind>=2.4", "scikit_build_core": "scikit-build-core>=0.10",
-        "pytest": "pytest>=7", "numpy": "numpy", "matplotlib": "matplotlib"}
+        "pytest": "pytest>=7", "numpy": "numpy", "matplotlib": "matplotlib",
+        "libucx": "libucx-cu13"}  # UCX for libgpucomm_ucx (docs/UCX.md)
 print(" ".join(v for k, v in mods.items() if importlib.util.find_spec(k) is None))
 PY
 read -r -a py_need < /tmp/gpucomm-setup-py.txt || true
