@@ -25,12 +25,14 @@ uint64_t Runtime::proxy_call(proxy::Descriptor d, const char* op, bool want_resu
     }
   }
   const proxy::QueueView& q = P.host_queue->producer_view();
-  const uint64_t t = proxy::host_post(q, d, P.wait);
   try {
+    const uint64_t t = proxy::host_post(q, d, P.wait);
     proxy::host_wait_completed(q, t + 1, P.wait, op);
   } catch (const Error& e) {
-    std::string agent = P.cpu ? P.cpu->failure() : std::string();
-    if (!agent.empty()) raise(e.code(), op, std::string(e.what()) + " (proxy: " + agent + ")");
+    // The agent's record says why (a bad descriptor, a failed transport, the job's failure).
+    const std::string agent = P.cpu ? P.cpu->failure() : std::string();
+    if (!agent.empty() && std::string(e.what()).find(agent) == std::string::npos)
+      raise(e.code(), op, e.detail() + " (proxy: " + agent + ")");
     throw;
   }
   return want_result ? *reinterpret_cast<volatile uint64_t*>(slot) : 0;
