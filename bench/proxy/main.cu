@@ -4,7 +4,7 @@
 // prints the comparison. Times come from CUDA events around kernels that repeat the operation;
 // each point is the median of several trials after a warm-up.
 //   put_signal_latency   one-way (2 PEs) or round trip (1 PE), thread and block level, 8 B..64 KB
-//   put_bw               block-level puts from 8 and 32 CTAs, 64 KB..256 MB
+//   put_bw               block-level puts from 1, 8 and 32 CTAs (each puts its share), 64 KB..256 MB
 //   p_msg_rate           8-byte puts issued by GPU threads (32 and 132 CTAs; fewer puts through an agent)
 //   host_p_rate          8-byte puts issued by the CPU through the host API (one call each)
 //   host_copy_rate       8-byte cudaMemcpyAsync issued back to back by the CPU (CPU-issued reference)
@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "../rma/harness.hpp"
 #include "../rma/results.hpp"
 #include "gpucomm/core/env.hpp"
 #include "gpucomm/gpucomm.hpp"
@@ -34,19 +35,12 @@ using bench::Result;
 
 namespace {
 
-void ck(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
-}
+using bench::ck;
 
-struct Bench {
-  Runtime& rt;
+struct Bench : bench::Harness {
   bool quick;
-  int trials;
   int peer;
-  cudaStream_t s;
-  cudaEvent_t e0, e1;
   DeviceHandle h;
-  std::vector<Result> results;
   size_t max_bytes;
   char* sym = nullptr;
   char* local = nullptr;
@@ -54,49 +48,14 @@ struct Bench {
   uint64_t* words = nullptr;
   uint64_t base = 0;
 
-  Bench(Runtime& r, bool q, size_t maxb) : rt(r), quick(q), trials(q ? 5 : 11), max_bytes(maxb) {
+  Bench(Runtime& r, bool q, size_t maxb) : Harness(r, q ? 5 : 11), quick(q), max_bytes(maxb) {
     peer = rt.size() == 1 ? 0 : 1 - rt.rank();
-    s = reinterpret_cast<cudaStream_t>(rt.stream());
-    ck(cudaEventCreate(&e0), "event");
-    ck(cudaEventCreate(&e1), "event");
     h = rt.device_handle();
     sym = static_cast<char*>(rt.malloc(max_bytes));
     sig = static_cast<uint64_t*>(rt.calloc(16, sizeof(uint64_t)));
     words = static_cast<uint64_t*>(rt.calloc(size_t(132) * 512, sizeof(uint64_t)));
     ck(cudaMalloc(&local, max_bytes), "cudaMalloc");
     ck(cudaMemset(local, 0x5A, max_bytes), "cudaMemset");
-  }
-
-  // Runs `launch` on PE 0 (who = 1) or on both PEs (who = 3) after a barrier; PE 0's milliseconds.
-  double timed(int who, const std::function<void()>& launch) {
-    rt.barrier_all();
-    float ms = 0;
-    if (who & (1 << rt.rank())) {
-      ck(cudaEventRecord(e0, s), "event");
-      launch();
-      ck(cudaGetLastError(), "launch");
-      ck(cudaEventRecord(e1, s), "event");
-      cudaError_t e = cudaEventSynchronize(e1);
-      if (e != cudaSuccess) rt.check_device();
-      ck(e, "kernel");
-      ck(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
-    }
-    return static_cast<double>(ms);
-  }
-
-  void add(Result r) {
-    if (rt.rank() == 0) {
-      std::printf("  %-22s %-12s %10zu B %4d CTAs: %10.3f %s\n", r.name.c_str(), r.level.c_str(), r.bytes, r.ctas, r.median(),
-                  r.unit.c_str());
-      std::fflush(stdout);
-    }
-    results.push_back(std::move(r));
-  }
-
-  void measure(Result r, int who, const std::function<void()>& launch, const std::function<double(double)>& value) {
-    timed(who, launch);
-    for (int t = 0; t < trials; ++t) r.samples.push_back(value(timed(who, launch)));
-    add(std::move(r));
   }
 
   void latency() {
@@ -126,7 +85,7 @@ struct Bench {
     if (sizes.back() != max_bytes) sizes.push_back(max_bytes);
     for (size_t b : sizes) {
       const int reps = static_cast<int>(std::max<size_t>(1, std::min<size_t>(quick ? 50 : 200, (size_t(256) << 20) / b)));
-      for (int ctas : {8, 32}) {
+      for (int ctas : {1, 8, 32}) {  // 1 CTA: one descriptor of the whole size per repetition
         measure({"put_bw", "block", b, ctas, "GB/s", {}}, 1, [&] { proxy_bench::k_put_bw<<<ctas, 512, 0, s>>>(h, sym, local, b, reps, peer); },
                 [&](double ms) { return ms > 0 ? static_cast<double>(b) * reps / (ms * 1e6) : 0.0; });
       }

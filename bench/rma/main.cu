@@ -15,6 +15,7 @@
 
 #include "bench_kernels.cuh"
 #include "gpucomm/gpucomm.hpp"
+#include "harness.hpp"
 #include "results.hpp"
 
 #ifndef GPUCOMM_GIT_COMMIT
@@ -26,18 +27,11 @@ using bench::Result;
 
 namespace {
 
-void ck(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
-}
+using bench::ck;
 
-struct Bench {
-  Runtime& rt;
+struct Bench : bench::Harness {
   bool quick;
-  int trials;
-  cudaStream_t s;
-  cudaEvent_t e0, e1;
   DeviceHandle h;
-  std::vector<Result> results;
   static constexpr size_t kMaxBytes = size_t(256) << 20;
   char* sym = nullptr;    // symmetric destination/source, kMaxBytes
   char* local = nullptr;  // local buffer, kMaxBytes
@@ -47,10 +41,7 @@ struct Bench {
   uint64_t* sink = nullptr;
   uint64_t base = 0;  // rising flag values across trials
 
-  Bench(Runtime& r, bool q) : rt(r), quick(q), trials(q ? 5 : 15) {
-    s = reinterpret_cast<cudaStream_t>(rt.stream());
-    ck(cudaEventCreate(&e0), "event");
-    ck(cudaEventCreate(&e1), "event");
+  Bench(Runtime& r, bool q) : Harness(r, q ? 5 : 15), quick(q) {
     h = rt.device_handle();
     sym = static_cast<char*>(rt.malloc(kMaxBytes));
     sig = static_cast<uint64_t*>(rt.calloc(16, sizeof(uint64_t)));
@@ -59,40 +50,6 @@ struct Bench {
     ck(cudaMalloc(&local, kMaxBytes), "cudaMalloc");
     ck(cudaMemset(local, 0x5A, kMaxBytes), "cudaMemset");
     ck(cudaMalloc(&sink, 64), "cudaMalloc");
-  }
-
-  // Runs `launch` on the PEs in `who` (bit 0: PE 0, bit 1: PE 1) after a barrier; returns the
-  // milliseconds PE 0 measured (or PE 1 when PE 0 does not take part).
-  double timed(int who, const std::function<void()>& launch) {
-    rt.barrier_all();
-    float ms = 0;
-    if (who & (1 << rt.rank())) {
-      ck(cudaEventRecord(e0, s), "event");
-      launch();
-      ck(cudaGetLastError(), "launch");
-      ck(cudaEventRecord(e1, s), "event");
-      cudaError_t e = cudaEventSynchronize(e1);
-      if (e != cudaSuccess) rt.check_device();
-      ck(e, "kernel");
-      ck(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
-    }
-    return static_cast<double>(ms);
-  }
-
-  void add(Result r) {
-    if (rt.rank() == 0) {
-      std::printf("  %-22s %-11s %10zu B %4d CTAs: %10.3f %s\n", r.name.c_str(), r.level.c_str(), r.bytes, r.ctas, r.median(),
-                  r.unit.c_str());
-      std::fflush(stdout);
-    }
-    results.push_back(std::move(r));
-  }
-
-  // value(ms) turns one trial's time into the reported quantity; one warm-up trial first.
-  void measure(Result r, int who, const std::function<void()>& launch, const std::function<double(double)>& value) {
-    timed(who, launch);
-    for (int t = 0; t < trials; ++t) r.samples.push_back(value(timed(who, launch)));
-    add(std::move(r));
   }
 
   void latency() {

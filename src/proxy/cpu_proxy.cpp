@@ -14,6 +14,7 @@
 #include <mutex>
 #include <thread>
 
+#include "../runtime/host_wait.hpp"
 #include "executor.hpp"
 #include "gpucomm/bootstrap/bootstrap.hpp"
 #include "gpucomm/core/log.hpp"
@@ -31,14 +32,6 @@ T load_acquire(T* p) {
 template <class T>
 void store_release(T* p, T v) {
   std::atomic_ref<T>(*p).store(v, std::memory_order_release);
-}
-
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
 }
 
 double thread_cpu_seconds(pthread_t th) {
@@ -182,7 +175,7 @@ struct CpuProxy::Impl {
       if (work || finished) {
         idle = 0;
       } else if (++idle < 64) {
-        cpu_relax();
+        detail::cpu_relax();
       } else if (idle < 256) {
         sched_yield();
       } else {

@@ -24,10 +24,7 @@ void RemoteExecutor::start(const Descriptor& d, uint64_t* done) {
     switch (d.opcode) {
       case Opcode::put: remote_->put(d.pe, off(d.remote), reinterpret_cast<const void*>(d.local), d.bytes, c); break;
       case Opcode::put_inline:
-        while (free_stage_.empty()) progress();  // bounded: the transport's flush limit applies inside
-        stage = free_stage_.back();
-        free_stage_.pop_back();
-        staging_[static_cast<size_t>(stage)] = d.value;
+        stage = take_stage(d.value);
         remote_->put(d.pe, off(d.remote), &staging_[static_cast<size_t>(stage)], d.bytes, c);
         break;
       case Opcode::get: remote_->get(reinterpret_cast<void*>(d.local), d.pe, off(d.remote), d.bytes, c); break;
@@ -37,11 +34,16 @@ void RemoteExecutor::start(const Descriptor& d, uint64_t* done) {
           remote_->fence(d.pe);
         }
         [[fallthrough]];
-      case Opcode::signal: {
-        const bool set = static_cast<SignalOp>(d.op) == SignalOp::set;
-        remote_->atomic(d.pe, off(d.sig), set ? AtomicOp::set : AtomicOp::fetch_add, 8, d.value, 0, nullptr, c);
+      case Opcode::signal:
+        if (static_cast<SignalOp>(d.op) == SignalOp::set) {
+          // An 8-byte put: after the fence it lands after the data, costs no round trip, and works
+          // on heaps in device memory, where TCP offers no atomics.
+          stage = take_stage(d.value);
+          remote_->put(d.pe, off(d.sig), &staging_[static_cast<size_t>(stage)], 8, c);
+        } else {
+          remote_->atomic(d.pe, off(d.sig), AtomicOp::fetch_add, 8, d.value, 0, nullptr, c);
+        }
         break;
-      }
       case Opcode::atomic:
         remote_->atomic(d.pe, off(d.remote), static_cast<AtomicOp>(d.op), d.width, d.value, d.compare, reinterpret_cast<uint64_t*>(d.local),
                         c);
@@ -60,6 +62,14 @@ void RemoteExecutor::start(const Descriptor& d, uint64_t* done) {
     throw DescriptorFault(f, f == QueueFault::transport ? Field::none : Field::remote, std::string(remote_->name()) + ": " + e.what());
   }
   pending_.push_back({done, stage});
+}
+
+int RemoteExecutor::take_stage(uint64_t value) {
+  while (free_stage_.empty()) progress();  // bounded: the transport's own limits apply inside
+  const int stage = free_stage_.back();
+  free_stage_.pop_back();
+  staging_[static_cast<size_t>(stage)] = value;
+  return stage;
 }
 
 void RemoteExecutor::progress() {

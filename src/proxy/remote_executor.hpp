@@ -1,7 +1,7 @@
 #pragma once
 // Executes descriptors through a remote transport (UCX): puts, gets and atomics on the peers'
-// registered heaps. put_signal is put, fence(pe), then the signal as an atomic (set: an atomic
-// store, add: a fetch-add), so the target performs the signal after the data. Entries complete
+// registered heaps. put_signal is put, fence(pe), then the signal (set: an 8-byte put of the value,
+// add: an atomic fetch-add), so the target performs the signal after the data. Entries complete
 // when the transport reports them complete at the target (gets and fetching atomics: locally).
 #include <memory>
 #include <vector>
@@ -24,6 +24,7 @@ class RemoteExecutor final : public Executor {
 
  private:
   uint64_t off(int64_t o) const { return static_cast<uint64_t>(o + control_bytes_); }
+  int take_stage(uint64_t value);  // an 8-byte staging slot held until the entry completes
   std::unique_ptr<transport::Remote> remote_;
   int64_t control_bytes_;
   struct Pending {

@@ -148,8 +148,15 @@ void Runtime::proxy_init(const RuntimeOptions& opts) {
     proxy::Placement placement = need_agent ? proxy::Placement::device : proxy::Placement::host;
     if (ring != "auto") placement = proxy::parse_placement(ring, "GPUCOMM_PROXY_RING");
     const proxy::Side agent = need_agent ? proxy::Side::gpu : proxy::Side::cpu;
+    // A CPU reads a ring in device memory only through copies: without a doorbell in host memory
+    // it would copy from every queue on every pass (seed 001 pairs GPU-memory queues with one).
+    uint32_t bell = doorbell;
+    if (agent == proxy::Side::cpu && placement == proxy::Placement::device && bell == 0) {
+      bell = 1;
+      GPUCOMM_LOG(info, "proxy: a ring in device memory served by the CPU proxy rings the doorbell on every entry");
+    }
     for (int i = 0; i < n; ++i) {
-      P.device_queues.push_back(std::make_unique<proxy::Queue>(proxy::QueueConfig{proxy::Side::gpu, agent, placement, depth, doorbell}, next_id++));
+      P.device_queues.push_back(std::make_unique<proxy::Queue>(proxy::QueueConfig{proxy::Side::gpu, agent, placement, depth, bell}, next_id++));
       if (!need_agent) cpu_views.push_back(P.device_queues.back()->agent_view());
     }
     if (need_agent) {

@@ -13,29 +13,15 @@
 #include <vector>
 
 #include "gpucomm/gpucomm.hpp"
+#include "pe_check.hpp"
 
 using namespace gpucomm;
 
 namespace {
 
-int g_failures = 0;
-#define CHECK(cond, ...)                                 \
-  do {                                                   \
-    if (!(cond)) {                                       \
-      std::fprintf(stderr, "CHECK failed: %s: ", #cond); \
-      std::fprintf(stderr, __VA_ARGS__);                 \
-      std::fprintf(stderr, "\n");                        \
-      ++g_failures;                                      \
-    }                                                    \
-  } while (0)
 
-uint64_t seed_base() {
-  static uint64_t base = [] {
-    if (const char* s = std::getenv("GPUCOMM_TEST_SEED")) return static_cast<uint64_t>(std::strtoull(s, nullptr, 0));
-    return static_cast<uint64_t>(std::random_device{}()) << 32 ^ static_cast<uint64_t>(getpid());
-  }();
-  return base;
-}
+
+uint64_t seed_base() { return testing::pe_seed(0); }
 
 // Every PE sends `rounds` payloads to its right neighbour with put_signal (set = round); the
 // neighbour waits for each round's signal and checks the whole payload. An acknowledgement back
@@ -69,7 +55,7 @@ void scenario_signal_order(Runtime& rt, int rounds) {
     rt.signal(ack, r, SignalOp::set, from);
   }
   rt.barrier_all();
-  CHECK(violations == 0, "%d rounds saw their signal before their data", violations);
+  PE_CHECK(violations == 0, "%d rounds saw their signal before their data", violations);
   rt.free(ack);
   rt.free(sig);
   rt.free(slots);
@@ -97,18 +83,18 @@ void scenario_mixed(Runtime& rt, int iters) {
       rt.put(slot, data.data(), len, pe);
       std::vector<uint8_t> back(len);
       rt.get(back.data(), slot, len, pe);
-      CHECK(back == data, "put/get round trip to PE %d (%zu bytes), iteration %d", pe, len, it);
+      PE_CHECK(back == data, "put/get round trip to PE %d (%zu bytes), iteration %d", pe, len, it);
       rt.atomic_add<uint64_t>(&counters[0], 1, pe);
       uint32_t old = rt.atomic_fetch_xor<uint32_t>(&words32[me], static_cast<uint32_t>(it + 1), pe);
       (void)old;
     }
   }
   rt.barrier_all();
-  CHECK(counters[0] == static_cast<uint64_t>(iters) * static_cast<uint64_t>(n), "fetch-add total %llu",
+  PE_CHECK(counters[0] == static_cast<uint64_t>(iters) * static_cast<uint64_t>(n), "fetch-add total %llu",
         static_cast<unsigned long long>(counters[0]));
   uint32_t x = 0;
   for (int it = 0; it < iters; ++it) x ^= static_cast<uint32_t>(it + 1);
-  for (int r = 0; r < n; ++r) CHECK(words32[r] == x, "xor word of PE %d is %u, expected %u", r, words32[r], x);
+  for (int r = 0; r < n; ++r) PE_CHECK(words32[r] == x, "xor word of PE %d is %u, expected %u", r, words32[r], x);
   // compare-swap: exactly one PE wins each word.
   rt.barrier_all();
   uint64_t won = 0;
@@ -117,7 +103,7 @@ void scenario_mixed(Runtime& rt, int iters) {
   auto wins = rt.bootstrap().allgather(std::to_string(won));
   uint64_t total = 0;
   for (auto& w : wins) total += std::stoull(w);
-  CHECK(total == static_cast<uint64_t>(n), "compare_swap winners %llu, expected %d", static_cast<unsigned long long>(total), n);
+  PE_CHECK(total == static_cast<uint64_t>(n), "compare_swap winners %llu, expected %d", static_cast<unsigned long long>(total), n);
   rt.barrier_all();
   rt.free(words32);
   rt.free(counters);
@@ -133,7 +119,7 @@ void scenario_routes(Runtime& rt, const std::string& expect, const std::string& 
   std::printf("transport %s agent %s routes %s\n", info.kind.c_str(), info.agent.c_str(), all.c_str());
   for (int r = 0; r < rt.size(); ++r) {
     const std::string& want = r == rt.rank() ? self : expect;
-    CHECK(info.routes[static_cast<size_t>(r)] == want, "route to PE %d is %s, expected %s", r, info.routes[static_cast<size_t>(r)].c_str(),
+    PE_CHECK(info.routes[static_cast<size_t>(r)] == want, "route to PE %d is %s, expected %s", r, info.routes[static_cast<size_t>(r)].c_str(),
           want.c_str());
   }
   rt.barrier_all();
@@ -176,15 +162,15 @@ int main(int argc, char** argv) {
         rt.put(buf, data.data(), sizeof(uint64_t) * data.size(), victim);
         usleep(1000);
       }
-      CHECK(false, "puts to dead rank %d kept succeeding", victim);
+      PE_CHECK(false, "puts to dead rank %d kept succeeding", victim);
     } else {
       std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
       return 2;
     }
-    if (g_failures == 0) std::printf("PE OK rank %d of %d: %s\n", rt.rank(), rt.size(), scenario.c_str());
+    if (testing::g_pe_failures == 0) std::printf("PE OK rank %d of %d: %s\n", rt.rank(), rt.size(), scenario.c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "PE ERROR: %s\n", e.what());
     return 1;
   }
-  return g_failures == 0 ? 0 : 1;
+  return testing::g_pe_failures == 0 ? 0 : 1;
 }

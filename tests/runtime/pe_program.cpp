@@ -14,44 +14,30 @@
 #include <cuda_runtime_api.h>
 
 #include "gpucomm/gpucomm.hpp"
+#include "pe_check.hpp"
 
 using namespace gpucomm;
 
 namespace {
 
-int g_failures = 0;
-#define CHECK(cond, ...)                                   \
-  do {                                                     \
-    if (!(cond)) {                                         \
-      std::fprintf(stderr, "CHECK failed: %s: ", #cond);   \
-      std::fprintf(stderr, __VA_ARGS__);                   \
-      std::fprintf(stderr, "\n");                          \
-      ++g_failures;                                        \
-    }                                                      \
-  } while (0)
 
-uint64_t seed_for(int rank) {
-  static uint64_t base = [] {
-    if (const char* s = std::getenv("GPUCOMM_TEST_SEED")) return static_cast<uint64_t>(std::strtoull(s, nullptr, 0));
-    return static_cast<uint64_t>((static_cast<uint64_t>(std::random_device{}()) << 32) ^ static_cast<uint64_t>(getpid()));
-  }();
-  return base * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(rank);
-}
+
+uint64_t seed_for(int rank) { return testing::pe_seed(rank); }
 
 // Rank, size, teams, bootstrap collectives.
 void scenario_bootstrap(Runtime& rt) {
   auto all = rt.bootstrap().allgather(std::to_string(rt.rank() * 7));
-  CHECK(static_cast<int>(all.size()) == rt.size(), "allgather size %zu", all.size());
-  for (int r = 0; r < rt.size(); ++r) CHECK(all[static_cast<size_t>(r)] == std::to_string(r * 7), "allgather[%d]", r);
-  CHECK(rt.world().size() == rt.size() && rt.world().rank() == rt.rank(), "world team");
-  CHECK(rt.node().size() == rt.local_size(), "node team %d vs %d", rt.node().size(), rt.local_size());
+  PE_CHECK(static_cast<int>(all.size()) == rt.size(), "allgather size %zu", all.size());
+  for (int r = 0; r < rt.size(); ++r) PE_CHECK(all[static_cast<size_t>(r)] == std::to_string(r * 7), "allgather[%d]", r);
+  PE_CHECK(rt.world().size() == rt.size() && rt.world().rank() == rt.rank(), "world team");
+  PE_CHECK(rt.node().size() == rt.local_size(), "node team %d vs %d", rt.node().size(), rt.local_size());
   // Odd/even split with reversed order.
   Team half = rt.split(rt.world(), rt.rank() % 2, -rt.rank());
   int expect = (rt.size() + 1 - rt.rank() % 2) / 2;
-  CHECK(half.size() == expect, "split size %d expected %d", half.size(), expect);
-  for (int i = 1; i < half.size(); ++i) CHECK(half.world_rank(i - 1) > half.world_rank(i), "split order by key");
+  PE_CHECK(half.size() == expect, "split size %d expected %d", half.size(), expect);
+  for (int i = 1; i < half.size(); ++i) PE_CHECK(half.world_rank(i - 1) > half.world_rank(i), "split order by key");
   Team none = rt.split(rt.world(), rt.rank() == 0 ? -1 : 1, 0);
-  CHECK(none.valid() == (rt.rank() != 0), "negative color");
+  PE_CHECK(none.valid() == (rt.rank() != 0), "negative color");
   for (int i = 0; i < 3; ++i) {
     rt.barrier(half);
     rt.barrier_all();
@@ -98,16 +84,16 @@ void scenario_rma(Runtime& rt, int iters) {
     check ^= their_len;
     uint64_t stored;
     std::memcpy(&stored, got, 8);
-    CHECK(stored == check, "iteration %d: payload from rank %d corrupted (len %llu)", it, from, static_cast<unsigned long long>(their_len));
+    PE_CHECK(stored == check, "iteration %d: payload from rank %d corrupted (len %llu)", it, from, static_cast<unsigned long long>(their_len));
     // get back what we sent, from the receiver's copy
     std::vector<uint8_t> back(len);
     rt.get(back.data(), buf + cap * static_cast<size_t>(me), len, to);
-    CHECK(back == data, "iteration %d: get from rank %d differs", it, to);
+    PE_CHECK(back == data, "iteration %d: get from rank %d differs", it, to);
     rt.barrier_all();
   }
   uint64_t total = rt.atomic_fetch<uint64_t>(counter, 0);
   uint64_t expect = static_cast<uint64_t>(iters) * static_cast<uint64_t>(n) * static_cast<uint64_t>(n + 1) / 2;
-  CHECK(total == expect, "atomic counter %llu expected %llu", static_cast<unsigned long long>(total), static_cast<unsigned long long>(expect));
+  PE_CHECK(total == expect, "atomic counter %llu expected %llu", static_cast<unsigned long long>(total), static_cast<unsigned long long>(expect));
   rt.barrier_all();
 
   // Every atomic kind against a sequential model: rank r owns words[r] at PE 0 ... each PE
@@ -123,26 +109,26 @@ void scenario_rma(Runtime& rt, int iters) {
     uint64_t v = rng();
     uint64_t old = 0;
     switch (rng() % 7) {
-      case 0: old = rt.atomic_fetch_add<uint64_t>(&aw[me], v, tgt); CHECK(old == model, "fetch_add"); model += v; break;
-      case 1: old = rt.atomic_swap<uint64_t>(&aw[me], v, tgt); CHECK(old == model, "swap"); model = v; break;
-      case 2: old = rt.atomic_fetch_and<uint64_t>(&aw[me], v, tgt); CHECK(old == model, "fetch_and"); model &= v; break;
-      case 3: old = rt.atomic_fetch_or<uint64_t>(&aw[me], v, tgt); CHECK(old == model, "fetch_or"); model |= v; break;
-      case 4: old = rt.atomic_fetch_xor<uint64_t>(&aw[me], v, tgt); CHECK(old == model, "fetch_xor"); model ^= v; break;
+      case 0: old = rt.atomic_fetch_add<uint64_t>(&aw[me], v, tgt); PE_CHECK(old == model, "fetch_add"); model += v; break;
+      case 1: old = rt.atomic_swap<uint64_t>(&aw[me], v, tgt); PE_CHECK(old == model, "swap"); model = v; break;
+      case 2: old = rt.atomic_fetch_and<uint64_t>(&aw[me], v, tgt); PE_CHECK(old == model, "fetch_and"); model &= v; break;
+      case 3: old = rt.atomic_fetch_or<uint64_t>(&aw[me], v, tgt); PE_CHECK(old == model, "fetch_or"); model |= v; break;
+      case 4: old = rt.atomic_fetch_xor<uint64_t>(&aw[me], v, tgt); PE_CHECK(old == model, "fetch_xor"); model ^= v; break;
       case 5: {
         uint64_t expected = (rng() & 1) ? model : model + 1;
         old = rt.atomic_compare_swap<uint64_t>(&aw[me], expected, v, tgt);
-        CHECK(old == model, "compare_swap old");
+        PE_CHECK(old == model, "compare_swap old");
         if (expected == model) model = v;
         break;
       }
-      default: old = rt.atomic_fetch_inc<uint64_t>(&aw[me], tgt); CHECK(old == model, "fetch_inc"); model += 1; break;
+      default: old = rt.atomic_fetch_inc<uint64_t>(&aw[me], tgt); PE_CHECK(old == model, "fetch_inc"); model += 1; break;
     }
     uint32_t v32 = static_cast<uint32_t>(rng());
     uint32_t o32 = rt.atomic_fetch_add<uint32_t>(&aw32[me], v32, tgt);
-    CHECK(o32 == model32, "32-bit fetch_add");
+    PE_CHECK(o32 == model32, "32-bit fetch_add");
     model32 += v32;
   }
-  CHECK(rt.atomic_fetch<uint64_t>(&aw[me], tgt) == model, "final 64-bit value");
+  PE_CHECK(rt.atomic_fetch<uint64_t>(&aw[me], tgt) == model, "final 64-bit value");
   rt.barrier_all();
   rt.free(aw32);
   rt.free(aw);
@@ -160,7 +146,7 @@ void scenario_atomic_storm(Runtime& rt, int iters) {
   for (int i = 0; i < iters; ++i) rt.atomic_inc<uint64_t>(w, 0);
   rt.barrier_all();
   uint64_t v = rt.atomic_fetch<uint64_t>(w, 0);
-  CHECK(v == static_cast<uint64_t>(iters) * static_cast<uint64_t>(rt.size()), "storm total %llu", static_cast<unsigned long long>(v));
+  PE_CHECK(v == static_cast<uint64_t>(iters) * static_cast<uint64_t>(rt.size()), "storm total %llu", static_cast<unsigned long long>(v));
   rt.barrier_all();
   rt.free(w);
 }
@@ -192,12 +178,12 @@ int main(int argc, char** argv) {
   try {
     Runtime rt;
     if (scenario == "gpu-init") {
-      CHECK(rt.pe_kind() == PeKind::gpu, "PE kind is not gpu");
+      PE_CHECK(rt.pe_kind() == PeKind::gpu, "PE kind is not gpu");
       int dev = -1;
-      CHECK(cudaGetDevice(&dev) == cudaSuccess && dev == rt.device_id(), "current device %d, runtime says %d", dev, rt.device_id());
+      PE_CHECK(cudaGetDevice(&dev) == cudaSuccess && dev == rt.device_id(), "current device %d, runtime says %d", dev, rt.device_id());
       auto devs = rt.bootstrap().allgather(std::to_string(rt.device_id()));
       if (arg >= 2)
-        for (int r = 1; r < rt.size(); ++r) CHECK(devs[static_cast<size_t>(r)] != devs[0], "ranks 0 and %d share a GPU", r);
+        for (int r = 1; r < rt.size(); ++r) PE_CHECK(devs[static_cast<size_t>(r)] != devs[0], "ranks 0 and %d share a GPU", r);
       rt.barrier_all();
     } else if (scenario == "bootstrap") {
       scenario_bootstrap(rt);
@@ -212,7 +198,7 @@ int main(int argc, char** argv) {
       for (int i = 0; i < arg; ++i) rt.barrier_all();
       if (rt.rank() == victim) die_now();
       rt.barrier_all();
-      CHECK(false, "barrier completed although rank %d died", victim);
+      PE_CHECK(false, "barrier completed although rank %d died", victim);
     } else if (scenario == "die-in-wait") {
       auto* s = rt.alloc<uint64_t>(1);
       *s = 0;
@@ -233,16 +219,16 @@ int main(int argc, char** argv) {
       try { uint64_t x; rt.put(&x, s, 8, 0); } catch (const Error& e) { caught += e.code() == Errc::invalid_argument; std::printf("%s\n", e.what()); }
       try { rt.atomic_add<uint64_t>(reinterpret_cast<uint64_t*>(reinterpret_cast<char*>(s) + 1), 1, 0); } catch (const Error& e) { caught += e.code() == Errc::invalid_argument; std::printf("%s\n", e.what()); }
       try { rt.malloc(size_t(1) << 50); } catch (const Error& e) { caught += e.code() == Errc::invalid_argument; std::printf("%s\n", e.what()); }
-      CHECK(caught == 5, "caught %d of 5 bad inputs", caught);
+      PE_CHECK(caught == 5, "caught %d of 5 bad inputs", caught);
       rt.barrier_all();
     } else {
       std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
       return 2;
     }
-    if (g_failures == 0) std::printf("PE OK rank %d of %d: %s\n", rt.rank(), rt.size(), scenario.c_str());
+    if (testing::g_pe_failures == 0) std::printf("PE OK rank %d of %d: %s\n", rt.rank(), rt.size(), scenario.c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "PE ERROR: %s\n", e.what());
     return 1;
   }
-  return g_failures == 0 ? 0 : 1;
+  return testing::g_pe_failures == 0 ? 0 : 1;
 }

@@ -96,8 +96,13 @@ void scenario_flush_timeout(Job& j) {
 }
 
 void scenario_peer_killed(Job& j, int victim) {
-  std::vector<uint8_t> data(4096, static_cast<uint8_t>(j.me));
-  std::vector<uint64_t> results(static_cast<size_t>(j.n)), done(static_cast<size_t>(j.n));
+  // The completion words and sources outlive the scenario: operations still outstanding when the
+  // peer died may complete (or be cancelled) while the transport closes, after this returns.
+  static std::vector<uint8_t> data;
+  static std::vector<uint64_t> results, done;
+  data.assign(4096, static_cast<uint8_t>(j.me));
+  results.assign(static_cast<size_t>(j.n), 0);
+  done.assign(static_cast<size_t>(j.n), 0);
   const auto start = std::chrono::steady_clock::now();
   try {
     for (int round = 1; round < 1000000; ++round) {

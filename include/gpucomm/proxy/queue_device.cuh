@@ -62,6 +62,8 @@ __device__ inline uint64_t wait_queue_word(const DeviceHandle& h, const proxy::Q
   for (uint32_t i = 1;; ++i) {
     seen = load_acquire_sys(word);
     if (seen >= target) return seen;
+    // Back off: many waiters polling a word across PCIe slow down the agent they wait for.
+    if (i > 32) __nanosleep(i > 1024 ? 1000 : 64);
     if ((i & 255u) == 0) {
       if (load_acquire_sys(q.status) != 0) fail_queue(h, q, op, pe);
       const uint64_t waited = globaltimer() - start;
@@ -98,7 +100,11 @@ __device__ inline uint64_t post(const DeviceHandle& h, const proxy::QueueView& q
   d4[1] = s4[1];
   d4[2] = s4[2];
   slot->compare = d.compare;
-  store_release_sys(&slot->stamp, t + 1);
+  // A GPU agent runs on this GPU: release at GPU scope is enough (and cheaper than system scope).
+  if (q.agent_state)
+    cuda::atomic_ref<uint64_t, cuda::thread_scope_device>(slot->stamp).store(t + 1, cuda::std::memory_order_release);
+  else
+    store_release_sys(&slot->stamp, t + 1);
   if (q.doorbell_every && (t + 1) % q.doorbell_every == 0)
     asm volatile("red.release.sys.global.max.u64 [%0], %1;" ::"l"(q.doorbell), "l"(t + 1) : "memory");
   notify_agent(q);

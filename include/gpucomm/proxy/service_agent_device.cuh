@@ -69,6 +69,7 @@ __device__ inline uint64_t atomic_apply(T* p, AtomicOp op, T a, T b) {
   return 0;
 }
 
+// A release at system scope: whatever this lane wrote or observed before is visible first.
 __device__ inline void signal(uint64_t* s, uint8_t op, uint64_t v) {
   if (static_cast<SignalOp>(op) == SignalOp::set)
     store_release_sys(s, v);
@@ -161,8 +162,10 @@ __device__ inline int serve_queue(const ServiceAgentParams& p, const QueueView& 
     __threadfence_system();  // every lane's copies are complete before the completion
     __syncwarp();
     if (lead) {
-      store_release_sys(q.consumed, t);
-      store_release_sys(q.completed, t);
+      // Every lane's copies were fenced at system scope before the warp barrier; the producers that
+      // read these words run on this GPU, so a release at GPU scope publishes them.
+      cuda::atomic_ref<uint64_t, cuda::thread_scope_device>(*q.consumed).store(t, cuda::std::memory_order_release);
+      cuda::atomic_ref<uint64_t, cuda::thread_scope_device>(*q.completed).store(t, cuda::std::memory_order_release);
       atomicAdd(p.executed, static_cast<unsigned long long>(n));
       atomicMax(p.last_work, static_cast<unsigned long long>(gpucomm::device::detail::globaltimer()));
     }

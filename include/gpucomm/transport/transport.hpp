@@ -52,6 +52,13 @@ struct RemoteContext {
 // One-sided operations on other PEs' symmetric heaps, addressed by heap offset. Not thread-safe:
 // one owner thread (a proxy thread or the runtime's host path) calls everything, including
 // progress(). Errors raise gpucomm::Error naming the operation and the PE.
+// - Targets must progress: over transports that emulate RMA in software (UCX over TCP) an
+//   operation completes only while its target calls progress() (or flush()).
+// - Sources of puts, `result` words and Completion::done words must stay valid until the
+//   operation completed, or until the transport is destroyed (an operation to a failed PE may
+//   still be completed or cancelled while it closes).
+// - Opening and destruction are collective: every PE opens and destroys its instances in the
+//   same order.
 class Remote {
  public:
   virtual ~Remote() = default;
