@@ -45,6 +45,8 @@ void Runtime::gpu_init() {
   h.transport = 0;  // transport::Kind::automatic: direct (the proxy layer fills these in when forced)
   h.num_queues = 0;
   h.queues = nullptr;
+  h.queue_per_warp = 0;
+  h.flags = 0;
   gpu_ = std::move(g);
 }
 

@@ -236,7 +236,8 @@ void Runtime::barrier(const Team& team) {
   GPUCOMM_CHECK_ARG(team.valid(), "barrier", "team", "is not a team this PE belongs to");
   quiet();
   Team::State& t = *team.state_;
-  if (gpu_ && t.id == 0 && gpu_all_reachable()) return gpu_device_barrier();
+  // The device barrier, unless some PE is reached through UCX (the bootstrap's barrier then).
+  if (gpu_ && t.id == 0 && gpu_all_reachable() && !(device_handle().flags & kHandleSetSignalsOnly)) return gpu_device_barrier();
   bool direct = heap_ && heap_->kind() == heap::MemoryKind::host;
   for (int m : t.members) direct = direct && heap_->peer_base(m) != nullptr;
   if (direct) {

@@ -186,6 +186,7 @@ void Runtime::proxy_init(const RuntimeOptions& opts) {
     h.num_queues = static_cast<uint32_t>(n);
     h.queues = P.device_views;
     h.queue_per_warp = per == "warp" ? 1u : 0u;
+    if (need_ucx) h.flags |= kHandleSetSignalsOnly;  // UCX over TCP has no atomics on device heaps
   }
 
   if (!need_cpu) return;

@@ -89,10 +89,14 @@ __device__ inline void barrier_dissemination(Coop c, const DeviceHandle& h) {
   coop::sync(c);
 }
 
-// The default barrier: dissemination (one hop per round, the lowest latency for small jobs).
+// The default barrier: dissemination (one hop per round, the lowest latency for small jobs), or
+// the store-only master barrier where some path cannot add (kHandleSetSignalsOnly).
 template <class Coop>
 __device__ inline void barrier_all(Coop c, const DeviceHandle& h) {
-  barrier_dissemination(c, h);
+  if (h.flags & kHandleSetSignalsOnly)
+    barrier_master(c, h);
+  else
+    barrier_dissemination(c, h);
 }
 
 }  // namespace gpucomm::device

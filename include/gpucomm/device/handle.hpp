@@ -74,8 +74,12 @@ struct DeviceHandle {
   uint32_t num_queues;        // 0 when no proxy serves this PE (every operation goes direct)
   proxy::QueueView* queues;   // device array [num_queues]
   uint32_t queue_per_warp;    // 1: one queue per warp instead of one per block
-  uint32_t reserved_;
+  uint32_t flags;             // kHandleSetSignalsOnly, ...
 };
+
+// Some PE is reached by a path without remote atomics (UCX over TCP to a heap in device memory):
+// signals to it can set but not add, so barrier_all uses the store-only master barrier.
+inline constexpr uint32_t kHandleSetSignalsOnly = 1;
 
 const char* device_op_name(DeviceOp op);
 
