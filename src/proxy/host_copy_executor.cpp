@@ -14,9 +14,9 @@ T apply(T* p, AtomicOp op, T a, T b) {
   constexpr auto ar = std::memory_order_acq_rel;
   switch (op) {
     case AtomicOp::fetch: return w.load(std::memory_order_acquire);
-    case AtomicOp::set: w.store(a, std::memory_order_release); return T(0);
-    case AtomicOp::fetch_add: return w.fetch_add(a, ar);
+    case AtomicOp::set:
     case AtomicOp::swap: return w.exchange(a, ar);
+    case AtomicOp::fetch_add: return w.fetch_add(a, ar);
     case AtomicOp::compare_swap: w.compare_exchange_strong(b, a, ar, std::memory_order_acquire); return b;
     case AtomicOp::fetch_and: return w.fetch_and(a, ar);
     case AtomicOp::fetch_or: return w.fetch_or(a, ar);

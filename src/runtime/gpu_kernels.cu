@@ -2,6 +2,7 @@
 
 #include "gpu_kernels.hpp"
 #include "gpucomm/device/gpucomm_device.cuh"
+#include "gpucomm/proxy/atomic_apply_device.cuh"
 
 namespace gpucomm::detail {
 namespace {
@@ -69,27 +70,9 @@ __global__ void signal_at_kernel(uint64_t* addr, uint64_t value, SignalOp op) {
     device::detail::add_release_sys(addr, value);
 }
 
-template <class T>
-__device__ T apply_atomic_at(AtomicKind kind, T* p, T a, T b) {
-  cuda::atomic_ref<T, cuda::thread_scope_system> w(*p);
-  constexpr auto ar = cuda::std::memory_order_acq_rel;
-  switch (kind) {
-    case AtomicKind::fetch: return w.load(cuda::std::memory_order_acquire);
-    case AtomicKind::set: w.store(a, cuda::std::memory_order_release); return T(0);
-    case AtomicKind::fetch_add: return w.fetch_add(a, ar);
-    case AtomicKind::swap: return w.exchange(a, ar);
-    case AtomicKind::compare_swap: w.compare_exchange_strong(b, a, ar, cuda::std::memory_order_acquire); return b;
-    case AtomicKind::fetch_and: return w.fetch_and(a, ar);
-    case AtomicKind::fetch_or: return w.fetch_or(a, ar);
-    case AtomicKind::fetch_xor: return w.fetch_xor(a, ar);
-  }
-  return T(0);
-}
-
 __global__ void atomic_at_kernel(AtomicKind kind, unsigned width, void* addr, uint64_t a, uint64_t b, uint64_t* result) {
   __threadfence_system();
-  uint64_t old = width == 4 ? apply_atomic_at<uint32_t>(kind, static_cast<uint32_t*>(addr), static_cast<uint32_t>(a), static_cast<uint32_t>(b))
-                            : apply_atomic_at<uint64_t>(kind, static_cast<uint64_t*>(addr), a, b);
+  const uint64_t old = proxy::apply_atomic_device(addr, width, static_cast<proxy::AtomicOp>(kind), a, b);
   if (result) {
     __threadfence_system();
     *reinterpret_cast<volatile uint64_t*>(result) = old;

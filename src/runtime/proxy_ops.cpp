@@ -30,7 +30,7 @@ uint64_t Runtime::proxy_call(proxy::Descriptor d, const char* op, bool want_resu
     proxy::host_wait_completed(q, t + 1, P.wait, op);
   } catch (const Error& e) {
     // The agent's record says why (a bad descriptor, a failed transport, the job's failure).
-    const std::string agent = P.cpu ? P.cpu->failure() : std::string();
+    const std::string agent = P.agent_failure();
     if (!agent.empty() && std::string(e.what()).find(agent) == std::string::npos)
       raise(e.code(), op, e.detail() + " (proxy: " + agent + ")");
     throw;
@@ -57,9 +57,8 @@ void Runtime::proxy_quiet() {
                  " to complete " + std::to_string(head) + " entries (completed " + std::to_string(seen) + ")";
         });
     if (seen < head) {
-      std::string agent = P.cpu ? P.cpu->failure() : P.gpu ? P.gpu->failure() : std::string();
       proxy::raise_fault(q->producer_view().queue_id, static_cast<proxy::QueueFault>(q->status()), q->fault_ticket(), q->fault_field(), "quiet",
-                         agent);
+                         P.agent_failure());
     }
   }
 }

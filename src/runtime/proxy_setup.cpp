@@ -92,10 +92,14 @@ int checked_int(const char* name, int64_t fallback, int64_t lo, int64_t hi) {
 
 }  // namespace
 
+transport::Kind requested_transport(const RuntimeOptions& opts) {
+  return opts.transport.empty() ? transport::kind_from_env() : transport::parse_kind(opts.transport, "RuntimeOptions::transport");
+}
+
 void Runtime::proxy_init(const RuntimeOptions& opts) {
   auto ps = std::make_unique<ProxyState>();
   const char* what = opts.transport.empty() ? "GPUCOMM_TRANSPORT" : "RuntimeOptions::transport";
-  ps->kind = opts.transport.empty() ? transport::kind_from_env() : transport::parse_kind(opts.transport, what);
+  ps->kind = requested_transport(opts);
   auto kinds = bootstrap_->allgather(transport::kind_name(ps->kind));
   for (int r = 0; r < size_; ++r)
     if (kinds[static_cast<size_t>(r)] != kinds[static_cast<size_t>(rank_)])

@@ -18,6 +18,9 @@ namespace gpucomm {
 enum class Route { direct, host_copy, copy_engine, sm_agent, ucx };
 const char* route_name(Route r);
 
+// The transport asked for: RuntimeOptions::transport, else GPUCOMM_TRANSPORT (bad names raise).
+transport::Kind requested_transport(const RuntimeOptions& opts);
+
 struct Runtime::ProxyState {
   transport::Kind kind = transport::Kind::automatic;
   std::vector<Route> routes;       // per PE
@@ -29,6 +32,8 @@ struct Runtime::ProxyState {
   std::unique_ptr<proxy::ServiceAgent> gpu;
   proxy::HostWait wait;
   int threads = 0;
+  // What the agent recorded about its failures (appended to the errors of waiting producers).
+  std::string agent_failure() const { return cpu ? cpu->failure() : gpu ? gpu->failure() : std::string(); }
   ~ProxyState();
 };
 

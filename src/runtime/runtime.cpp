@@ -76,8 +76,8 @@ void Runtime::init(const RuntimeOptions& opts) {
   // its first launch, and that load waits for the device's running kernels: a kernel launched
   // behind one that waits for the proxy would stall the proxy and itself. Eager loading avoids
   // it; it only applies if no CUDA context exists yet, and the user's setting wins.
-  const std::string forced = opts.transport.empty() ? env::get_string("GPUCOMM_TRANSPORT", "auto") : opts.transport;
-  if (forced == "proxy-cpu" || forced == "proxy-gpu" || forced == "ucx") setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+  const transport::Kind forced = requested_transport(opts);
+  if (forced != transport::Kind::automatic && forced != transport::Kind::direct) setenv("CUDA_MODULE_LOADING", "EAGER", 0);
   bootstrap::LaunchInfo info;
   if (!opts.unique_id.empty()) {
     GPUCOMM_CHECK_ARG(opts.size >= 1, "Runtime", "RuntimeOptions::size", "must be set with unique_id");

@@ -22,6 +22,7 @@
 
 #include "gpucomm/device/copy_device.cuh"
 #include "gpucomm/device/detail_device.cuh"
+#include "gpucomm/proxy/atomic_apply_device.cuh"
 #include "gpucomm/proxy/check.hpp"
 #include "gpucomm/proxy/descriptor.hpp"
 
@@ -50,23 +51,6 @@ __device__ inline void record_fault(const QueueView& q, uint64_t t, QueueFault f
   *reinterpret_cast<volatile uint32_t*>(q.fault_field) = static_cast<uint32_t>(field);
   __threadfence_system();
   store_release_sys(q.status, static_cast<uint32_t>(f));
-}
-
-template <class T>
-__device__ inline uint64_t atomic_apply(T* p, AtomicOp op, T a, T b) {
-  cuda::atomic_ref<T, cuda::thread_scope_system> w(*p);
-  constexpr auto ar = cuda::std::memory_order_acq_rel;
-  switch (op) {
-    case AtomicOp::fetch: return w.load(cuda::std::memory_order_acquire);
-    case AtomicOp::set: w.store(a, cuda::std::memory_order_release); return 0;
-    case AtomicOp::fetch_add: return w.fetch_add(a, ar);
-    case AtomicOp::swap: return w.exchange(a, ar);
-    case AtomicOp::compare_swap: w.compare_exchange_strong(b, a, ar, cuda::std::memory_order_acquire); return b;
-    case AtomicOp::fetch_and: return w.fetch_and(a, ar);
-    case AtomicOp::fetch_or: return w.fetch_or(a, ar);
-    case AtomicOp::fetch_xor: return w.fetch_xor(a, ar);
-  }
-  return 0;
 }
 
 // A release at system scope: whatever this lane wrote or observed before is visible first.
@@ -103,10 +87,7 @@ __device__ inline bool execute(const ServiceAgentParams& p, const Descriptor& d)
       break;
     case Opcode::atomic:
       if (lead) {
-        const uint64_t old = d.width == 4 ? atomic_apply<uint32_t>(reinterpret_cast<uint32_t*>(base + d.remote), static_cast<AtomicOp>(d.op),
-                                                                   static_cast<uint32_t>(d.value), static_cast<uint32_t>(d.compare))
-                                          : atomic_apply<uint64_t>(reinterpret_cast<uint64_t*>(base + d.remote), static_cast<AtomicOp>(d.op),
-                                                                   d.value, d.compare);
+        const uint64_t old = apply_atomic_device(base + d.remote, d.width, static_cast<AtomicOp>(d.op), d.value, d.compare);
         if (d.local) *reinterpret_cast<volatile uint64_t*>(d.local) = old;
       }
       break;

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "../../proxy/host_copy_executor.hpp"
 #include "gpucomm/core/log.hpp"
 #include "remote.hpp"
 #include "ucx_status.hpp"
@@ -35,30 +36,6 @@ struct AtomicReply {
   uint32_t status;  // 0, or 1 when the target refused the request (out of its heap)
   uint32_t pad;
 };
-
-template <class T>
-T apply(T* word, proxy::AtomicOp op, T operand, T compare) {
-  std::atomic_ref<T> a(*word);
-  switch (op) {
-    case proxy::AtomicOp::fetch:
-      return a.load();
-    case proxy::AtomicOp::set:
-    case proxy::AtomicOp::swap:
-      return a.exchange(operand);
-    case proxy::AtomicOp::fetch_add:
-      return a.fetch_add(operand);
-    case proxy::AtomicOp::compare_swap:
-      a.compare_exchange_strong(compare, operand);
-      return compare;
-    case proxy::AtomicOp::fetch_and:
-      return a.fetch_and(operand);
-    case proxy::AtomicOp::fetch_or:
-      return a.fetch_or(operand);
-    case proxy::AtomicOp::fetch_xor:
-      return a.fetch_xor(operand);
-  }
-  return 0;
-}
 
 ucs_status_t on_atomic_request(void* arg, const void* header, size_t header_length, void*, size_t,
                                const ucp_am_recv_param_t* param) {
@@ -126,12 +103,7 @@ void UcxRemote::serve_atomic(const void* header, size_t bytes, const ucp_am_recv
   if (ok) {
     char* word = heap_base_ + rq.offset;
     const auto op = static_cast<proxy::AtomicOp>(rq.op);
-    if (rq.width == 8) {
-      rp.old = apply<uint64_t>(reinterpret_cast<uint64_t*>(word), op, rq.operand, rq.compare);
-    } else {
-      rp.old = apply<uint32_t>(reinterpret_cast<uint32_t*>(word), op, static_cast<uint32_t>(rq.operand),
-                               static_cast<uint32_t>(rq.compare));
-    }
+    rp.old = proxy::apply_host_atomic(word, rq.width, op, rq.operand, rq.compare);
   } else {
     rp.status = 1;
   }
