@@ -17,7 +17,7 @@ for t in info.get("tests", []):
     cmd = t.get("command")
     if not cmd:
         continue
-    env = dict(os.environ)
+    env = dict(os.environ, GPUCOMM_UNDER_SANITIZER=tool)
     for prop in t.get("properties", []):
         if prop["name"] == "ENVIRONMENT":
             for kv in prop["value"]:

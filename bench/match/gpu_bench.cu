@@ -2,7 +2,7 @@
 #include <vector>
 
 #include "gpu_bench.hpp"
-#include "gpucomm/matching/cuda_check.hpp"
+#include "gpucomm/core/cuda_check.hpp"
 #include "gpucomm/matching/warp_queue_device.cuh"
 
 namespace gpucomm::bench {

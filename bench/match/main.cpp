@@ -20,7 +20,7 @@
 #include "gpucomm/matching/oracle.hpp"
 #include "gpucomm/matching/snapshot.hpp"
 #include "gpucomm/matching/workload.hpp"
-#include "json_writer.hpp"
+#include "gpucomm/core/json.hpp"
 
 namespace gm = gpucomm::matching;
 namespace gb = gpucomm::bench;
@@ -252,7 +252,7 @@ std::string iso_date() {
   return buf;
 }
 
-void write_rows(gb::JsonWriter& j, const char* key, const std::vector<Row>& rows) {
+void write_rows(gpucomm::JsonWriter& j, const char* key, const std::vector<Row>& rows) {
   j.begin_array(key);
   for (const auto& r : rows) {
     j.begin_object()
@@ -409,7 +409,7 @@ int main(int argc, char** argv) {
               now_s() - t_start, bench.failures ? ", WITH FAILURES" : "");
 
   if (!o.json.empty()) {
-    gb::JsonWriter j;
+    gpucomm::JsonWriter j;
     j.begin_object()
         .field("tool", "gpucomm-bench-match")
         .field("date", iso_date())
@@ -436,7 +436,7 @@ int main(int argc, char** argv) {
           .end_object();
     j.end_array().field("failures", static_cast<long long>(bench.failures)).end_object();
     std::ofstream f(o.json);
-    f << j.text() << "\n";
+    f << j.str() << "\n";
     if (!f) {
       std::fprintf(stderr, "gpucomm-bench-match: cannot write %s\n", o.json.c_str());
       return 1;

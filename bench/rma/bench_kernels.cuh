@@ -34,7 +34,7 @@ __global__ void k_put_pingpong(DeviceHandle h, char* buf, const char* src, size_
     } else {
       device::put_nbi(c, h, buf, src, bytes, peer);
       device::quiet(c);
-      if (coop::thread_rank(c) == 0) device::signal_op(h, sig, v, SignalOp::set, peer);
+      if (coop::thread_rank(c) == 0) device::signal(h, sig, v, SignalOp::set, peer);
     }
   };
   for (int i = 1; i <= iters; ++i) {

@@ -96,6 +96,13 @@ std::vector<std::string> Bootstrap::allgather(const std::string& mine) {
                                "bootstrap allgather #" + std::to_string(collective_seq_ - 1));
 }
 
+Bootstrap::Disagreement Bootstrap::agree(const std::string& mine) {
+  auto all = allgather(mine);
+  for (int r = 0; r < size_; ++r)
+    if (all[static_cast<size_t>(r)] != mine) return {r, std::move(all[static_cast<size_t>(r)])};
+  return {};
+}
+
 void Bootstrap::barrier() {
   std::string group = "world/barrier/" + std::to_string(collective_seq_++);
   impl_->client->gather(group, size_, rank_, "", env::wait_timeout_ms(),

@@ -5,10 +5,9 @@
 
 #include <cstring>
 
-#include "cuda_driver.hpp"
+#include "core/cuda_driver.hpp"
 #include "gpucomm/core/error.hpp"
 #include "gpucomm/core/log.hpp"
-#include "gpucomm/device/handle.hpp"
 #include "gpucomm/heap/fd_exchange.hpp"
 #include "ipc_share.hpp"
 
@@ -61,16 +60,16 @@ bool probe_vmm(int device, PeRecord& rec) {
 
 }  // namespace
 
-DeviceHeap::DeviceHeap(bootstrap::Bootstrap& b, const std::vector<int>& node_of, int device, size_t user_bytes,
-                       const std::string& job_tag, const std::string& mapping)
-    : device_(device) {
+DeviceHeap::DeviceHeap(bootstrap::Bootstrap& b, const std::vector<int>& node_of, int device, size_t control_bytes,
+                       size_t user_bytes, const std::string& job_tag, const std::string& mapping)
+    : device_(device), control_bytes_(control_bytes) {
   const int me = b.rank(), n = b.size();
   GPUCOMM_CHECK_ARG(user_bytes > 0 && user_bytes <= (size_t(1) << 44), "DeviceHeap", "GPUCOMM_HEAP_SIZE",
                     std::to_string(user_bytes) + " bytes is not a usable heap size");
   GPUCOMM_CHECK_ARG(mapping == "auto" || mapping == "vmm" || mapping == "ipc", "DeviceHeap", "GPUCOMM_HEAP_MAPPING",
                     "'" + mapping + "' is not vmm, ipc or auto");
   user_bytes = (user_bytes + 4095) & ~size_t(4095);
-  const size_t want = kDeviceControlBytes + user_bytes;
+  const size_t want = control_bytes_ + user_bytes;
 
   PeRecord mine{};
   mine.device = device;
@@ -224,7 +223,7 @@ void DeviceHeap::map_vmm(bootstrap::Bootstrap& b, const std::vector<int>& local,
       continue;
     }
     vmm_.push_back(m);
-    peer_bases_[static_cast<size_t>(r)] = reinterpret_cast<char*>(va) + kDeviceControlBytes;
+    peer_bases_[static_cast<size_t>(r)] = reinterpret_cast<char*>(va) + control_bytes_;
     if (r == me) own_region_ = reinterpret_cast<char*>(va);
   }
   if (!error.empty()) raise(Errc::cuda, "DeviceHeap", error);
@@ -237,7 +236,7 @@ void DeviceHeap::map_ipc(bootstrap::Bootstrap& b, const std::vector<int>& node_o
   own_region_ = static_cast<char*>(p);
   ipc_ = std::make_unique<IpcShare>(b, node_of, p, region_bytes_, "GPU heap");
   for (size_t r = 0; r < peer_bases_.size(); ++r)
-    if (char* a = ipc_->address(static_cast<int>(r))) peer_bases_[r] = a + kDeviceControlBytes;
+    if (char* a = ipc_->address(static_cast<int>(r))) peer_bases_[r] = a + control_bytes_;
 }
 
 DeviceHeap::~DeviceHeap() { release(); }

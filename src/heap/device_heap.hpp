@@ -20,8 +20,9 @@ class IpcShare;
 
 class DeviceHeap final : public SymmetricHeap {
  public:
-  // Collective over the world. `device` is this PE's (current) CUDA device.
-  DeviceHeap(bootstrap::Bootstrap& b, const std::vector<int>& node_of, int device, size_t user_bytes,
+  // Collective over the world. `device` is this PE's (current) CUDA device. Each region holds
+  // `control_bytes` (the runtime's per-PE control block) before the `user_bytes` of the heap.
+  DeviceHeap(bootstrap::Bootstrap& b, const std::vector<int>& node_of, int device, size_t control_bytes, size_t user_bytes,
              const std::string& job_tag, const std::string& mapping);
   ~DeviceHeap() override;
   MemoryKind kind() const override { return MemoryKind::device; }
@@ -39,6 +40,7 @@ class DeviceHeap final : public SymmetricHeap {
   void release();  // unmaps and frees what was set up (destructor and failed construction)
 
   int device_ = 0;
+  size_t control_bytes_ = 0;
   std::string mapping_;
   size_t region_bytes_ = 0;
   char* own_region_ = nullptr;

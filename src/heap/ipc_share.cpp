@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "cuda_driver.hpp"
+#include "core/cuda_driver.hpp"
 #include "gpucomm/core/error.hpp"
 #include "gpucomm/core/log.hpp"
 

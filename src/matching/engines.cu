@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "gpucomm/core/error.hpp"
-#include "gpucomm/matching/cuda_check.hpp"
+#include "gpucomm/core/cuda_check.hpp"
 #include "gpucomm/matching/engine.hpp"
 #include "gpucomm/matching/hash_match_device.cuh"
 #include "gpucomm/matching/match_device.cuh"

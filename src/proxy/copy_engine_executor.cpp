@@ -2,9 +2,8 @@
 
 #include <cstring>
 
-#include "../heap/cuda_driver.hpp"
-#include "../runtime/gpu_kernels.hpp"
-#include "gpucomm/device/handle.hpp"
+#include "copy_engine_kernels.hpp"
+#include "gpucomm/core/cuda_check.hpp"
 
 namespace gpucomm::proxy {
 
@@ -13,11 +12,12 @@ constexpr uint64_t kStageSlots = 4096;
 }
 
 CopyEngineExecutor::CopyEngineExecutor(std::vector<char*> user_bases, int device) : bases_(std::move(user_bases)) {
-  heap::check_cuda(cudaSetDevice(device), "cudaSetDevice", "copy-engine proxy on GPU " + std::to_string(device));
-  heap::check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", "copy-engine proxy stream");
+  check_cuda(cudaSetDevice(device), "cudaSetDevice", "copy-engine proxy on GPU " + std::to_string(device));
+  check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", "copy-engine proxy stream");
   void* p = nullptr;
-  heap::check_cuda(cudaHostAlloc(&p, kStageSlots * sizeof(uint64_t), cudaHostAllocDefault), "cudaHostAlloc", "proxy inline staging");
+  check_cuda(cudaHostAlloc(&p, kStageSlots * sizeof(uint64_t), cudaHostAllocDefault), "cudaHostAlloc", "proxy inline staging");
   staging_ = static_cast<uint64_t*>(p);
+  check_cuda(preload_copy_engine_kernels(), "cudaFuncGetAttributes", "loading the copy-engine proxy's kernels");
 }
 
 CopyEngineExecutor::~CopyEngineExecutor() {
@@ -48,14 +48,14 @@ cudaEvent_t CopyEngineExecutor::take_event() {
     return e;
   }
   cudaEvent_t e = nullptr;
-  heap::check_cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags", "copy-engine proxy event");
+  check_cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags", "copy-engine proxy event");
   return e;
 }
 
 uint64_t* CopyEngineExecutor::stage_inline(uint64_t value) {
   while (stage_next_ - stage_free_ >= kStageSlots) {  // every slot in flight: wait for the oldest round
     flush();
-    heap::check_cuda(cudaEventSynchronize(groups_.front().event), "cudaEventSynchronize", "copy-engine proxy");
+    check_cuda(cudaEventSynchronize(groups_.front().event), "cudaEventSynchronize", "copy-engine proxy");
     progress();
   }
   uint64_t* slot = &staging_[stage_next_++ % kStageSlots];
@@ -84,11 +84,11 @@ void CopyEngineExecutor::start(const Descriptor& d, uint64_t* done) {
               "cudaMemcpyAsync", d);
       [[fallthrough]];
     case Opcode::signal:
-      check(detail::launch_signal_at(reinterpret_cast<uint64_t*>(at(d.pe, d.sig)), d.value, static_cast<SignalOp>(d.op), stream_),
+      check(launch_signal_at(reinterpret_cast<uint64_t*>(at(d.pe, d.sig)), d.value, static_cast<SignalOp>(d.op), stream_),
             "signal kernel", d);
       break;
     case Opcode::atomic:
-      check(detail::launch_atomic_at(static_cast<detail::AtomicKind>(d.op), d.width, at(d.pe, d.remote), d.value, d.compare,
+      check(launch_atomic_at(static_cast<AtomicOp>(d.op), d.width, at(d.pe, d.remote), d.value, d.compare,
                                      reinterpret_cast<uint64_t*>(d.local), stream_),
             "atomic kernel", d);
       break;
@@ -102,7 +102,7 @@ void CopyEngineExecutor::flush() {
   if (unflushed_.empty()) return;
   Group g{take_event(), std::move(unflushed_), stage_next_};
   unflushed_.clear();
-  heap::check_cuda(cudaEventRecord(g.event, stream_), "cudaEventRecord", "copy-engine proxy");
+  check_cuda(cudaEventRecord(g.event, stream_), "cudaEventRecord", "copy-engine proxy");
   groups_.push_back(std::move(g));
 }
 

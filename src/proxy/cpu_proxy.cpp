@@ -14,9 +14,9 @@
 #include <mutex>
 #include <thread>
 
-#include "../runtime/host_wait.hpp"
+#include "core/host_wait.hpp"
 #include "executor.hpp"
-#include "gpucomm/bootstrap/bootstrap.hpp"
+#include "gpucomm/core/liveness.hpp"
 #include "gpucomm/core/log.hpp"
 #include "ring_reader.hpp"
 

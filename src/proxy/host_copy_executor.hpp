@@ -21,9 +21,4 @@ class HostCopyExecutor final : public Executor {
   std::vector<char*> bases_;
 };
 
-// Applies AtomicOp `op` to the word at `p` (4 or 8 bytes wide, naturally aligned) and returns the
-// old value zero-extended (`set` is an exchange). Shared by the host paths: host copies, the host
-// API of host-memory PEs, UCX's active-message atomics.
-uint64_t apply_host_atomic(void* p, unsigned width, AtomicOp op, uint64_t operand, uint64_t compare);
-
 }  // namespace gpucomm::proxy

@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "../heap/cuda_driver.hpp"
+#include "core/cuda_driver.hpp"
 #include "gpucomm/core/error.hpp"
 
 namespace gpucomm::proxy {
@@ -41,15 +41,15 @@ struct Queue::Block {
         break;
       case Where::pinned: {
         void* p = nullptr;
-        heap::check_cuda(cudaHostAlloc(&p, bytes, cudaHostAllocMapped | cudaHostAllocPortable), "cudaHostAlloc", "proxy queue words");
+        check_cuda(cudaHostAlloc(&p, bytes, cudaHostAllocMapped | cudaHostAllocPortable), "cudaHostAlloc", "proxy queue words");
         host = static_cast<char*>(p);
         std::memset(host, 0, bytes);
-        heap::check_cuda(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev), p, 0), "cudaHostGetDevicePointer", "proxy queue words");
+        check_cuda(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev), p, 0), "cudaHostGetDevicePointer", "proxy queue words");
         break;
       }
       case Where::device:
-        heap::check_cuda(cudaMalloc(reinterpret_cast<void**>(&dev), bytes), "cudaMalloc", "proxy queue in device memory");
-        heap::check_cuda(cudaMemset(dev, 0, bytes), "cudaMemset", "proxy queue in device memory");
+        check_cuda(cudaMalloc(reinterpret_cast<void**>(&dev), bytes), "cudaMalloc", "proxy queue in device memory");
+        check_cuda(cudaMemset(dev, 0, bytes), "cudaMemset", "proxy queue in device memory");
         break;
     }
   }
@@ -147,9 +147,9 @@ uint64_t read_word(const uint64_t* host, const uint64_t* any) {
   if (host) return std::atomic_ref<uint64_t>(*const_cast<uint64_t*>(host)).load(std::memory_order_acquire);
   // The per-thread stream: this read must not wait for kernels on the application's streams.
   uint64_t v = 0;
-  heap::check_cuda(cudaMemcpyAsync(&v, any, sizeof v, cudaMemcpyDeviceToHost, cudaStreamPerThread), "cudaMemcpyAsync",
+  check_cuda(cudaMemcpyAsync(&v, any, sizeof v, cudaMemcpyDeviceToHost, cudaStreamPerThread), "cudaMemcpyAsync",
                    "reading a proxy queue counter");
-  heap::check_cuda(cudaStreamSynchronize(cudaStreamPerThread), "cudaStreamSynchronize", "reading a proxy queue counter");
+  check_cuda(cudaStreamSynchronize(cudaStreamPerThread), "cudaStreamSynchronize", "reading a proxy queue counter");
   return v;
 }
 }  // namespace

@@ -5,7 +5,7 @@
 #include <atomic>
 #include <cstring>
 
-#include "../runtime/host_wait.hpp"
+#include "core/host_wait.hpp"
 #include "gpucomm/core/error.hpp"
 
 namespace gpucomm::proxy {

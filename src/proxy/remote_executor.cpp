@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <atomic>
 
-#include "gpucomm/device/handle.hpp"
+#include "gpucomm/base/handle.hpp"
 
 namespace gpucomm::proxy {
 

@@ -6,7 +6,7 @@
 #include <atomic>
 #include <cstring>
 
-#include "../heap/cuda_driver.hpp"
+#include "core/cuda_driver.hpp"
 
 namespace gpucomm::proxy {
 
@@ -35,7 +35,7 @@ const Descriptor* RingReader::refill(uint64_t t, uint64_t limit) {
   uint64_t n = std::min<uint64_t>({kBatch, v_.capacity - idx, limit - t});
   stage_count_ = 0;
   auto copy = [&](uint64_t count) {
-    heap::check_cuda(cudaMemcpy(stage_.data(), v_.ring + idx, count * sizeof(Descriptor), cudaMemcpyDeviceToHost), "cudaMemcpy",
+    check_cuda(cudaMemcpy(stage_.data(), v_.ring + idx, count * sizeof(Descriptor), cudaMemcpyDeviceToHost), "cudaMemcpy",
                      "reading the proxy ring in device memory");
   };
   copy(n);

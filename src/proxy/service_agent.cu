@@ -7,8 +7,8 @@
 #include <chrono>
 #include <thread>
 
-#include "../heap/cuda_driver.hpp"
-#include "../runtime/host_wait.hpp"
+#include "core/cuda_driver.hpp"
+#include "core/host_wait.hpp"
 #include "gpucomm/core/error.hpp"
 #include "gpucomm/core/log.hpp"
 #include "gpucomm/proxy/service_agent.hpp"
@@ -22,8 +22,8 @@ __global__ void service_agent_kernel(ServiceAgentParams p) { agent_detail::serve
 struct DeviceWords {  // device memory of the agent
   uint32_t state;
   uint32_t leave;
-  unsigned long long last_work;
-  unsigned long long executed;
+  uint64_t last_work;
+  uint64_t executed;
 };
 }  // namespace
 
@@ -87,29 +87,29 @@ ServiceAgent::ServiceAgent(std::vector<Queue*> queues, char* const* device_peer_
   State& s = *state_;
   s.queues = std::move(queues);
   s.opts = opts;
-  heap::check_cuda(cudaGetDevice(&s.device), "cudaGetDevice", "service agent");
+  check_cuda(cudaGetDevice(&s.device), "cudaGetDevice", "service agent");
   std::vector<QueueView> views;
   for (Queue* q : s.queues) {
     GPUCOMM_CHECK_ARG(q->config().agent == Side::gpu && q->config().producer == Side::gpu, "ServiceAgent", "queues",
                       "holds a queue that is not for GPU producers and a GPU agent");
     views.push_back(q->agent_view());
   }
-  heap::check_cuda(cudaMalloc(reinterpret_cast<void**>(&s.device_views), sizeof(QueueView) * views.size()), "cudaMalloc", "agent queue table");
-  heap::check_cuda(cudaMemcpy(s.device_views, views.data(), sizeof(QueueView) * views.size(), cudaMemcpyHostToDevice), "cudaMemcpy",
+  check_cuda(cudaMalloc(reinterpret_cast<void**>(&s.device_views), sizeof(QueueView) * views.size()), "cudaMalloc", "agent queue table");
+  check_cuda(cudaMemcpy(s.device_views, views.data(), sizeof(QueueView) * views.size(), cudaMemcpyHostToDevice), "cudaMemcpy",
                    "agent queue table");
   void* p = nullptr;
-  heap::check_cuda(cudaHostAlloc(&p, 2 * sizeof(uint32_t), cudaHostAllocMapped), "cudaHostAlloc", "agent stop and wake words");
+  check_cuda(cudaHostAlloc(&p, 2 * sizeof(uint32_t), cudaHostAllocMapped), "cudaHostAlloc", "agent stop and wake words");
   s.host_words = static_cast<uint32_t*>(p);
   s.host_words[0] = s.host_words[1] = 0;
-  heap::check_cuda(cudaHostGetDevicePointer(reinterpret_cast<void**>(&s.stop_dev), p, 0), "cudaHostGetDevicePointer", "agent stop word");
+  check_cuda(cudaHostGetDevicePointer(reinterpret_cast<void**>(&s.stop_dev), p, 0), "cudaHostGetDevicePointer", "agent stop word");
   s.wake_dev = s.stop_dev + 1;
-  heap::check_cuda(cudaMalloc(reinterpret_cast<void**>(&s.words), sizeof(DeviceWords)), "cudaMalloc", "agent words");
-  heap::check_cuda(cudaMemset(s.words, 0, sizeof(DeviceWords)), "cudaMemset", "agent words");
-  heap::check_cuda(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", "agent stream");
+  check_cuda(cudaMalloc(reinterpret_cast<void**>(&s.words), sizeof(DeviceWords)), "cudaMalloc", "agent words");
+  check_cuda(cudaMemset(s.words, 0, sizeof(DeviceWords)), "cudaMemset", "agent words");
+  check_cuda(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", "agent stream");
   s.params = ServiceAgentParams{s.device_views, static_cast<int>(views.size()), device_peer_bases, geometry, s.stop_dev,
                                 &s.words->executed, &s.words->state, &s.words->leave, &s.words->last_work,
                                 static_cast<uint64_t>(opts.idle_us) * 1000u};
-  heap::check_cuda(s.launch(), "service agent launch", std::to_string(opts.blocks) + " blocks of " + std::to_string(opts.threads));
+  check_cuda(s.launch(), "service agent launch", std::to_string(opts.blocks) + " blocks of " + std::to_string(opts.threads));
   s.waker = std::thread([&s] { s.wake_loop(); });
 }
 
@@ -150,7 +150,7 @@ void ServiceAgent::stop() {
       s.opts.liveness, s.opts.timeout_ms > 0 ? s.opts.timeout_ms + 5000 : 0,
       [&] { return "rank " + std::to_string(s.opts.rank) + " stopping the GPU service agent: its warps did not return"; });
   for (Queue* q : s.queues) q->mark_stopped();
-  heap::check_cuda(e, "service agent", "the agent kernel failed");
+  check_cuda(e, "service agent", "the agent kernel failed");
   if (!s.launch_error.empty()) raise(Errc::cuda, "service agent", "a restart after an idle exit failed: " + s.launch_error);
 }
 
@@ -170,9 +170,9 @@ std::string ServiceAgent::failure() const {
 
 uint64_t ServiceAgent::executed() const {
   unsigned long long v = 0;
-  heap::check_cuda(cudaMemcpyAsync(&v, &state_->words->executed, sizeof v, cudaMemcpyDeviceToHost, cudaStreamPerThread), "cudaMemcpyAsync",
+  check_cuda(cudaMemcpyAsync(&v, &state_->words->executed, sizeof v, cudaMemcpyDeviceToHost, cudaStreamPerThread), "cudaMemcpyAsync",
                    "agent counter");
-  heap::check_cuda(cudaStreamSynchronize(cudaStreamPerThread), "cudaStreamSynchronize", "agent counter");
+  check_cuda(cudaStreamSynchronize(cudaStreamPerThread), "cudaStreamSynchronize", "agent counter");
   return v;
 }
 

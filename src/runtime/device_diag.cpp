@@ -3,42 +3,12 @@
 #include <string>
 
 #include "gpu_state.hpp"
+#include "gpucomm/core/format.hpp"
 #include "gpucomm/proxy/descriptor.hpp"
 
 namespace gpucomm {
 
-const char* device_op_name(DeviceOp op) {
-  switch (op) {
-    case DeviceOp::none: return "device operation";
-    case DeviceOp::put: return "put";
-    case DeviceOp::get: return "get";
-    case DeviceOp::p: return "p";
-    case DeviceOp::g: return "g";
-    case DeviceOp::put_signal: return "put_signal";
-    case DeviceOp::signal: return "signal_op";
-    case DeviceOp::signal_wait_until: return "signal_wait_until";
-    case DeviceOp::wait_until: return "wait_until";
-    case DeviceOp::test: return "test";
-    case DeviceOp::atomic: return "atomic";
-    case DeviceOp::barrier_master: return "barrier_master";
-    case DeviceOp::barrier_dissemination: return "barrier_dissemination";
-    case DeviceOp::ptr: return "ptr";
-    case DeviceOp::copy: return "copy";
-    case DeviceOp::proxy_post: return "posting to the proxy queue";
-    case DeviceOp::proxy_wait: return "waiting for the proxy";
-    case DeviceOp::quiet: return "quiet";
-  }
-  return "device operation";
-}
-
 namespace detail {
-namespace {
-std::string hex(uint64_t v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
-  return b;
-}
-}  // namespace
 
 std::string describe_device_failure(const DeviceDiag& d, uint64_t heap_bytes) {
   std::string where = "rank " + std::to_string(d.rank) + ", block (" + std::to_string(d.block[0]) + "," +
@@ -79,6 +49,18 @@ std::string describe_device_failure(const DeviceDiag& d, uint64_t heap_bytes) {
       return where + op + (d.peer >= 0 ? " to PE " + std::to_string(d.peer) : std::string()) + ": proxy queue " +
              std::to_string(d.queue - 1) + " failed at ticket " + std::to_string(d.seen) + ": " +
              proxy::fault_name(static_cast<proxy::QueueFault>(d.expected)) + " (the proxy's log says more)";
+    case DeviceFault::bad_handle: {
+      static const char* const fields[] = {"magic", "version", "size"};
+      const char* field = d.offset < 3 ? fields[d.offset] : "field";
+      return where + op + ": the handle's " + field + " is " + std::to_string(d.seen) + ", these headers expect " +
+             std::to_string(d.expected) + " (a kernel built against other gpucomm headers than the library's, or a handle not made by gpucomm)";
+    }
+    case DeviceFault::aborted: {
+      char secs[32];
+      std::snprintf(secs, sizeof secs, "%.3f", static_cast<double>(d.elapsed_ns) / 1e9);
+      return where + op + (d.peer >= 0 ? " waiting for PE " + std::to_string(d.peer) : std::string()) + " on " + addr +
+             ": left after " + secs + " s because the job failed (PE " + std::to_string(d.seen) + " failed first)";
+    }
     case DeviceFault::none: break;
   }
   return where + op + ": unknown device failure";

@@ -6,11 +6,9 @@
 
 #include <cstdint>
 
-#include "gpucomm/device/handle.hpp"
+#include "gpucomm/base/handle.hpp"
 
 namespace gpucomm::detail {
-
-enum class AtomicKind : int { fetch, set, fetch_add, swap, compare_swap, fetch_and, fetch_or, fetch_xor };
 
 bool gpu_kernels_built();
 // Loads every kernel of this file now. With CUDA's lazy loading, a first launch while another
@@ -23,17 +21,13 @@ cudaError_t launch_copy(void* dst, const void* src, size_t bytes, cudaStream_t s
 cudaError_t launch_signal(const DeviceHandle& h, uint64_t* sig, uint64_t value, SignalOp op, int pe, cudaStream_t s);
 // Waits on this PE's `ivar` (symmetric) with the device timeout.
 cudaError_t launch_wait(const DeviceHandle& h, uint64_t* ivar, Cmp cmp, uint64_t value, cudaStream_t s);
-// Device dissemination barrier over all PEs.
-cudaError_t launch_barrier(const DeviceHandle& h, cudaStream_t s);
+// Device barrier over the team (the world: the dissemination barrier, or the master barrier where
+// some path cannot add).
+cudaError_t launch_barrier(const DeviceHandle& h, const TeamHandle& team, cudaStream_t s);
 // One atomic of `width` bytes (4 or 8) on `pe`'s copy of `dst`; the old value lands in *result
 // (a device-accessible address, e.g. mapped pinned memory).
-cudaError_t launch_atomic(const DeviceHandle& h, AtomicKind kind, unsigned width, void* dst, uint64_t a, uint64_t b, int pe,
+cudaError_t launch_atomic(const DeviceHandle& h, AtomicOp op, unsigned width, void* dst, uint64_t operand, uint64_t compare, int pe,
                           uint64_t* result, cudaStream_t s);
 
-// Proxy paths (mapped addresses, no handle): fences, then sets or adds `value` at `addr`.
-cudaError_t launch_signal_at(uint64_t* addr, uint64_t value, SignalOp op, cudaStream_t s);
-// One atomic (AtomicKind `kind`, 4 or 8 bytes) on the word at mapped address `addr`; the old value
-// (zero-extended) lands in *result when it is not null.
-cudaError_t launch_atomic_at(AtomicKind kind, unsigned width, void* addr, uint64_t a, uint64_t b, uint64_t* result, cudaStream_t s);
 
 }  // namespace gpucomm::detail

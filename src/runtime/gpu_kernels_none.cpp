@@ -9,12 +9,9 @@ cudaError_t preload_kernels() { return cudaSuccess; }
 cudaError_t launch_copy(void*, const void*, size_t, cudaStream_t) { return cudaErrorNotSupported; }
 cudaError_t launch_signal(const DeviceHandle&, uint64_t*, uint64_t, SignalOp, int, cudaStream_t) { return cudaErrorNotSupported; }
 cudaError_t launch_wait(const DeviceHandle&, uint64_t*, Cmp, uint64_t, cudaStream_t) { return cudaErrorNotSupported; }
-cudaError_t launch_barrier(const DeviceHandle&, cudaStream_t) { return cudaErrorNotSupported; }
-cudaError_t launch_atomic(const DeviceHandle&, AtomicKind, unsigned, void*, uint64_t, uint64_t, int, uint64_t*, cudaStream_t) {
+cudaError_t launch_barrier(const DeviceHandle&, const TeamHandle&, cudaStream_t) { return cudaErrorNotSupported; }
+cudaError_t launch_atomic(const DeviceHandle&, AtomicOp, unsigned, void*, uint64_t, uint64_t, int, uint64_t*, cudaStream_t) {
   return cudaErrorNotSupported;
 }
-
-cudaError_t launch_signal_at(uint64_t*, uint64_t, SignalOp, cudaStream_t) { return cudaErrorNotSupported; }
-cudaError_t launch_atomic_at(AtomicKind, unsigned, void*, uint64_t, uint64_t, uint64_t*, cudaStream_t) { return cudaErrorNotSupported; }
 
 }  // namespace gpucomm::detail

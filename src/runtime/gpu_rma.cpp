@@ -3,21 +3,15 @@
 // a kernel's failure record into an error. Waits poll the local word with small reads.
 #include <cstring>
 
-#include "../heap/cuda_driver.hpp"
+#include "core/cuda_driver.hpp"
+#include "core/host_wait.hpp"
 #include "gpu_kernels.hpp"
 #include "gpu_state.hpp"
+#include "gpucomm/base/ordering_host.hpp"
 #include "gpucomm/core/error.hpp"
-#include "host_wait.hpp"
+#include "gpucomm/core/format.hpp"
 
 namespace gpucomm {
-
-namespace {
-std::string hexaddr(const void* p) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%p", p);
-  return b;
-}
-}  // namespace
 
 void Runtime::gpu_sync(const char* op) {
   cudaError_t e = cudaSuccess;
@@ -32,37 +26,37 @@ void Runtime::gpu_sync(const char* op) {
       [&] { return "rank " + std::to_string(rank_) + " " + op + ": waiting for the GPU to finish the operation"; });
   if (e != cudaSuccess) {
     check_device();
-    heap::check_cuda(e, op, "rank " + std::to_string(rank_) + " on GPU " + std::to_string(device_id_));
+    check_cuda(e, op, "rank " + std::to_string(rank_) + " on GPU " + std::to_string(device_id_));
   }
 }
 
 void Runtime::gpu_read(void* out, const void* device_src, size_t bytes) {
-  heap::check_cuda(cudaMemcpyAsync(gpu_->result_host, device_src, bytes, cudaMemcpyDeviceToHost, gpu_->poll), "cudaMemcpyAsync",
+  check_cuda(cudaMemcpyAsync(gpu_->result_host, device_src, bytes, cudaMemcpyDeviceToHost, gpu_->poll), "cudaMemcpyAsync",
                    "reading a symmetric word");
   cudaError_t e = cudaStreamSynchronize(gpu_->poll);
   if (e != cudaSuccess) check_device();
-  heap::check_cuda(e, "cudaStreamSynchronize", "reading a symmetric word");
+  check_cuda(e, "cudaStreamSynchronize", "reading a symmetric word");
   std::memcpy(out, gpu_->result_host, bytes);
 }
 
 void Runtime::gpu_copy(void* dst, const void* src, size_t bytes, const char* op) {
   if (bytes == 0) return;
-  heap::check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, gpu_->stream), "cudaMemcpyAsync",
-                   std::string(op) + " of " + std::to_string(bytes) + " bytes from " + hexaddr(src) + " to " + hexaddr(dst));
+  check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, gpu_->stream), "cudaMemcpyAsync",
+                   std::string(op) + " of " + std::to_string(bytes) + " bytes from " + hex(src) + " to " + hex(dst));
   gpu_sync(op);
 }
 
 void Runtime::gpu_signal(uint64_t* sig, uint64_t value, SignalOp op, int pe) {
-  heap::check_cuda(detail::launch_signal(gpu_->handle, sig, value, op, pe, gpu_->stream), "signal", "launching the signal kernel");
+  check_cuda(detail::launch_signal(gpu_->handle, sig, value, op, pe, gpu_->stream), "signal", "launching the signal kernel");
   gpu_sync("signal");
 }
 
-uint64_t Runtime::gpu_atomic(int kind, unsigned width, void* dst, uint64_t a, uint64_t b, int pe, const char* name) {
-  heap::check_cuda(detail::launch_atomic(gpu_->handle, static_cast<detail::AtomicKind>(kind), width, dst, a, b, pe, gpu_->result_dev,
-                                         gpu_->stream),
-                   name, "launching the atomic kernel");
+uint64_t Runtime::gpu_atomic(AtomicOp op, unsigned width, void* dst, uint64_t operand, uint64_t compare, int pe, const char* name) {
+  check_cuda(detail::launch_atomic(gpu_->handle, op, width, dst, operand, compare, pe, gpu_->result_dev, gpu_->stream), name,
+             "launching the atomic kernel");
   gpu_sync(name);
-  return *reinterpret_cast<volatile uint64_t*>(gpu_->result_host);
+  // The kernel stored the result before the stream synchronization returned.
+  return mem::host_load(gpu_->result_host, std::memory_order_acquire);
 }
 
 bool Runtime::gpu_all_reachable() const {
@@ -71,8 +65,8 @@ bool Runtime::gpu_all_reachable() const {
   return true;
 }
 
-void Runtime::gpu_device_barrier() {
-  heap::check_cuda(detail::launch_barrier(gpu_->handle, gpu_->stream), "barrier", "launching the barrier kernel");
+void Runtime::gpu_device_barrier(const Team& team) {
+  check_cuda(detail::launch_barrier(gpu_->handle, device_team(team), gpu_->stream), "barrier", "launching the barrier kernel");
   gpu_sync("barrier");
 }
 

@@ -3,14 +3,14 @@
 
 #include <cstring>
 
-#include "../heap/cuda_driver.hpp"
-#include "../heap/device_heap.hpp"
+#include "core/cuda_driver.hpp"
+#include "heap/device_heap.hpp"
 #include "gpu_kernels.hpp"
+#include "gpucomm/base/ordering_host.hpp"
 #include "gpucomm/core/error.hpp"
 
 namespace gpucomm {
 
-using heap::check_cuda;
 
 Runtime::GpuState::~GpuState() {
   registrations.clear();
@@ -18,10 +18,11 @@ Runtime::GpuState::~GpuState() {
   if (poll) (void)cudaStreamDestroy(poll);
   if (diag_host) (void)cudaFreeHost(diag_host);
   if (result_host) (void)cudaFreeHost(result_host);
+  if (job_state_host) (void)cudaFreeHost(job_state_host);
 }
 
 void Runtime::gpu_init() {
-  heap::check_cuda(detail::preload_kernels(), "preload_kernels", "loading gpucomm's kernels");
+  check_cuda(detail::preload_kernels(), "preload_kernels", "loading gpucomm's kernels");
   auto g = std::make_unique<GpuState>();
   check_cuda(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", "host operation stream");
   check_cuda(cudaStreamCreateWithFlags(&g->poll, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", "polling stream");
@@ -33,16 +34,24 @@ void Runtime::gpu_init() {
   check_cuda(cudaHostAlloc(&p, 64, cudaHostAllocMapped), "cudaHostAlloc", "result slots");
   g->result_host = static_cast<uint64_t*>(p);
   check_cuda(cudaHostGetDevicePointer(reinterpret_cast<void**>(&g->result_dev), p, 0), "cudaHostGetDevicePointer", "result slots");
+  check_cuda(cudaHostAlloc(&p, sizeof(uint32_t), cudaHostAllocMapped), "cudaHostAlloc", "job-state word");
+  g->job_state_host = static_cast<uint32_t*>(p);
+  *g->job_state_host = 0;
+  check_cuda(cudaHostGetDevicePointer(reinterpret_cast<void**>(&g->job_state_dev), p, 0), "cudaHostGetDevicePointer", "job-state word");
   auto* dh = static_cast<heap::DeviceHeap*>(heap_.get());
   DeviceHandle& h = g->handle;
+  h.magic = kHandleMagic;
+  h.version = kHandleVersion;
+  h.bytes = sizeof(DeviceHandle);
   h.rank = rank_;
   h.size = size_;
   h.heap_base = dh->base();
   h.heap_size = dh->size();
   h.peer_bases = dh->device_peer_bases();
   h.diag = g->diag_dev;
+  h.job_state = g->job_state_dev;
   h.timeout_ns = static_cast<uint64_t>(timeout_ms_) * 1000000ull;
-  h.transport = 0;  // transport::Kind::automatic: direct (the proxy layer fills these in when forced)
+  h.transport = TransportKind::automatic;  // direct (the proxy layer fills these in when it serves a PE)
   h.num_queues = 0;
   h.queues = nullptr;
   h.queue_per_warp = 0;
@@ -50,10 +59,15 @@ void Runtime::gpu_init() {
   gpu_ = std::move(g);
 }
 
-DeviceHandle Runtime::device_handle() const {
+DeviceHandle Runtime::device_handle_checked(uint32_t version, size_t bytes) const {
   if (!gpu_)
     raise(Errc::unsupported, "Runtime::device_handle",
           "this is a host-memory PE; device handles exist on GPU PEs (GPUCOMM_DEVICE=gpu or auto with a GPU)");
+  if (version != kHandleVersion || bytes != sizeof(DeviceHandle))
+    raise_arg("Runtime::device_handle", "headers",
+              "the program was compiled against gpucomm headers of handle version " + std::to_string(version) + " (" +
+                  std::to_string(bytes) + "-byte DeviceHandle), this library has version " + std::to_string(kHandleVersion) + " (" +
+                  std::to_string(sizeof(DeviceHandle)) + " bytes): rebuild it against this library's headers");
   return gpu_->handle;
 }
 
@@ -64,14 +78,17 @@ Stream Runtime::stream() const {
 
 void Runtime::check_device() const {
   if (!gpu_) return;
-  volatile DeviceDiag* d = gpu_->diag_host;
-  if (d->state == DeviceDiag::kEmpty) return;
-  // A record being written is complete within microseconds of the first failing thread.
-  for (int i = 0; i < 100000 && d->state != DeviceDiag::kReady; ++i) {
+  const uint32_t* state = &gpu_->diag_host->state;
+  if (mem::host_load(state, std::memory_order_acquire) == DeviceDiag::kEmpty) return;
+  // A record being written is complete within microseconds of the first failing thread; the
+  // acquire of kReady makes its fields visible (the device released them with the state).
+  for (int i = 0; i < 100000 && mem::host_load(state, std::memory_order_acquire) != DeviceDiag::kReady; ++i) {
   }
   DeviceDiag copy;
-  std::memcpy(&copy, const_cast<const DeviceDiag*>(gpu_->diag_host), sizeof copy);
-  Errc code = copy.fault == DeviceFault::timeout ? Errc::timeout : Errc::invalid_argument;
+  std::memcpy(&copy, gpu_->diag_host, sizeof copy);
+  const Errc code = copy.fault == DeviceFault::timeout   ? Errc::timeout
+                    : copy.fault == DeviceFault::aborted ? Errc::peer_failure
+                                                         : Errc::invalid_argument;
   raise(code, "device", detail::describe_device_failure(copy, heap_ ? heap_->size() : 0));
 }
 

@@ -6,7 +6,7 @@
 #include <map>
 #include <memory>
 
-#include "../heap/ipc_share.hpp"
+#include "heap/ipc_share.hpp"
 #include "gpucomm/runtime/runtime.hpp"
 
 namespace gpucomm {
@@ -18,6 +18,8 @@ struct Runtime::GpuState {
   DeviceDiag* diag_dev = nullptr;
   uint64_t* result_host = nullptr;  // pinned, mapped: atomic results and polled words
   uint64_t* result_dev = nullptr;
+  uint32_t* job_state_host = nullptr;  // pinned, mapped: the handle's job-state word
+  uint32_t* job_state_dev = nullptr;
   DeviceHandle handle{};
   struct Registration {
     RegisteredBuffer buffer;

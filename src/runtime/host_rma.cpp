@@ -5,44 +5,25 @@
 #include <atomic>
 #include <cstring>
 
-#include "../heap/host_heap.hpp"
-#include "gpucomm/core/error.hpp"
-#include "gpucomm/runtime/runtime.hpp"
-#include "../proxy/host_copy_executor.hpp"
+#include "core/host_wait.hpp"
 #include "gpu_kernels.hpp"
-#include "host_wait.hpp"
+#include "gpu_state.hpp"
+#include "gpucomm/base/ordering_host.hpp"
+#include "gpucomm/core/error.hpp"
+#include "gpucomm/core/format.hpp"
+#include "gpucomm/runtime/runtime.hpp"
+#include "heap/host_heap.hpp"
 #include "proxy_state.hpp"
 
 namespace gpucomm {
-
-namespace {
-std::string hex(uint64_t v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
-  return b;
-}
-
-template <class T>
-bool compare(T seen, Cmp cmp, T value) {
-  switch (cmp) {
-    case Cmp::eq: return seen == value;
-    case Cmp::ne: return seen != value;
-    case Cmp::gt: return seen > value;
-    case Cmp::ge: return seen >= value;
-    case Cmp::lt: return seen < value;
-    case Cmp::le: return seen <= value;
-  }
-  return false;
-}
-}  // namespace
 
 void Runtime::check_sym(const void* sym, size_t bytes, int pe, const char* op) const {
   check_pe(pe, op);
   if (!heap_) raise(Errc::internal, op, "the runtime has no symmetric heap");
   if (!heap_->contains(sym, bytes))
-    raise_arg(op, "symmetric address", hex(reinterpret_cast<uintptr_t>(sym)) + " (+" + std::to_string(bytes) +
+    raise_arg(op, "symmetric address", hex(sym) + " (+" + std::to_string(bytes) +
                                            " bytes) is not inside the symmetric heap [" +
-                                           hex(reinterpret_cast<uintptr_t>(heap_->base())) + ", +" +
+                                           hex(heap_->base()) + ", +" +
                                            std::to_string(heap_->size()) + ")");
 }
 
@@ -103,11 +84,7 @@ void Runtime::signal(uint64_t* sig, uint64_t value, SignalOp op, int pe) {
   }
   char* r = remote(sig, sizeof(uint64_t), pe, "signal");
   if (gpu_) return gpu_signal(sig, value, op, pe);
-  std::atomic_ref<uint64_t> s(*reinterpret_cast<uint64_t*>(r));
-  if (op == SignalOp::set)
-    s.store(value, std::memory_order_release);
-  else
-    s.fetch_add(value, std::memory_order_acq_rel);
+  mem::host_signal(reinterpret_cast<uint64_t*>(r), op, value);
 }
 
 void Runtime::put_signal(void* dst, const void* src, size_t bytes, uint64_t* sig, uint64_t value, SignalOp op, int pe) {
@@ -139,7 +116,7 @@ uint64_t Runtime::signal_fetch(const uint64_t* sig) {
 }
 
 template <class T>
-T Runtime::wait_until(T* ivar, Cmp cmp, T value) {
+T Runtime::wait_until(T* ivar, Cmp cmp, std::type_identity_t<T> value) {
   static_assert(std::is_integral_v<T>);
   remote(ivar, sizeof(T), rank_, "wait_until");
   GPUCOMM_CHECK_ARG(reinterpret_cast<uintptr_t>(ivar) % alignof(T) == 0, "wait_until", "ivar", "is not aligned");
@@ -155,7 +132,7 @@ T Runtime::wait_until(T* ivar, Cmp cmp, T value) {
 }
 
 template <class T>
-bool Runtime::test(T* ivar, Cmp cmp, T value) {
+bool Runtime::test(T* ivar, Cmp cmp, std::type_identity_t<T> value) {
   remote(ivar, sizeof(T), rank_, "test");
   if (gpu_) {
     T v;
@@ -168,7 +145,7 @@ bool Runtime::test(T* ivar, Cmp cmp, T value) {
 // One atomic on `pe`'s copy of `dst`: through the proxy, a kernel (GPU PEs) or std::atomic_ref.
 // `a` is the operand (the desired value of compare_swap), `b` the compare value.
 template <class T>
-T Runtime::host_atomic(proxy::AtomicOp op, const T* dst, T a, T b, int pe, const char* name) {
+T Runtime::host_atomic(AtomicOp op, const T* dst, T a, T b, int pe, const char* name) {
   check_sym(dst, sizeof(T), pe, name);
   GPUCOMM_CHECK_ARG(reinterpret_cast<uintptr_t>(dst) % sizeof(T) == 0, name, "dst", "is not aligned to " + std::to_string(sizeof(T)) + " bytes");
   if (host_via_proxy(pe)) {
@@ -180,46 +157,41 @@ T Runtime::host_atomic(proxy::AtomicOp op, const T* dst, T a, T b, int pe, const
     return static_cast<T>(proxy_call(d, name, true));
   }
   char* r = remote(dst, sizeof(T), pe, name);
-  if (gpu_) {
-    // The host-side kernel takes compare_swap as (expected, desired).
-    const bool cas = op == proxy::AtomicOp::compare_swap;
-    return static_cast<T>(gpu_atomic(static_cast<int>(op), sizeof(T), const_cast<T*>(dst), static_cast<uint64_t>(cas ? b : a),
-                                     static_cast<uint64_t>(cas ? a : b), pe, name));
-  }
-  return static_cast<T>(proxy::apply_host_atomic(r, sizeof(T), op, static_cast<uint64_t>(a), static_cast<uint64_t>(b)));
+  if (gpu_) return static_cast<T>(gpu_atomic(op, sizeof(T), const_cast<T*>(dst), static_cast<uint64_t>(a), static_cast<uint64_t>(b), pe, name));
+  return static_cast<T>(mem::host_apply_atomic(r, sizeof(T), op, static_cast<uint64_t>(a), static_cast<uint64_t>(b)));
 }
 
 template <class T>
 T Runtime::atomic_fetch(const T* dst, int pe) {
-  return host_atomic<T>(proxy::AtomicOp::fetch, dst, T(0), T(0), pe, "atomic_fetch");
+  return host_atomic<T>(AtomicOp::fetch, dst, T(0), T(0), pe, "atomic_fetch");
 }
 template <class T>
 void Runtime::atomic_set(T* dst, T value, int pe) {
-  host_atomic<T>(proxy::AtomicOp::set, dst, value, T(0), pe, "atomic_set");
+  host_atomic<T>(AtomicOp::set, dst, value, T(0), pe, "atomic_set");
 }
 template <class T>
 T Runtime::atomic_fetch_add(T* dst, T value, int pe) {
-  return host_atomic<T>(proxy::AtomicOp::fetch_add, dst, value, T(0), pe, "atomic_fetch_add");
+  return host_atomic<T>(AtomicOp::fetch_add, dst, value, T(0), pe, "atomic_fetch_add");
 }
 template <class T>
 T Runtime::atomic_swap(T* dst, T value, int pe) {
-  return host_atomic<T>(proxy::AtomicOp::swap, dst, value, T(0), pe, "atomic_swap");
+  return host_atomic<T>(AtomicOp::swap, dst, value, T(0), pe, "atomic_swap");
 }
 template <class T>
 T Runtime::atomic_compare_swap(T* dst, T expected, T desired, int pe) {
-  return host_atomic<T>(proxy::AtomicOp::compare_swap, dst, desired, expected, pe, "atomic_compare_swap");
+  return host_atomic<T>(AtomicOp::compare_swap, dst, desired, expected, pe, "atomic_compare_swap");
 }
 template <class T>
 T Runtime::atomic_fetch_and(T* dst, T value, int pe) {
-  return host_atomic<T>(proxy::AtomicOp::fetch_and, dst, value, T(0), pe, "atomic_fetch_and");
+  return host_atomic<T>(AtomicOp::fetch_and, dst, value, T(0), pe, "atomic_fetch_and");
 }
 template <class T>
 T Runtime::atomic_fetch_or(T* dst, T value, int pe) {
-  return host_atomic<T>(proxy::AtomicOp::fetch_or, dst, value, T(0), pe, "atomic_fetch_or");
+  return host_atomic<T>(AtomicOp::fetch_or, dst, value, T(0), pe, "atomic_fetch_or");
 }
 template <class T>
 T Runtime::atomic_fetch_xor(T* dst, T value, int pe) {
-  return host_atomic<T>(proxy::AtomicOp::fetch_xor, dst, value, T(0), pe, "atomic_fetch_xor");
+  return host_atomic<T>(AtomicOp::fetch_xor, dst, value, T(0), pe, "atomic_fetch_xor");
 }
 
 void Runtime::fence() {
@@ -236,10 +208,12 @@ void Runtime::barrier(const Team& team) {
   GPUCOMM_CHECK_ARG(team.valid(), "barrier", "team", "is not a team this PE belongs to");
   quiet();
   Team::State& t = *team.state_;
-  // The device barrier, unless some PE is reached through UCX (the bootstrap's barrier then).
-  if (gpu_ && t.id == 0 && gpu_all_reachable() && !(device_handle().flags & kHandleSetSignalsOnly)) return gpu_device_barrier();
-  bool direct = heap_ && heap_->kind() == heap::MemoryKind::host;
-  for (int m : t.members) direct = direct && heap_->peer_base(m) != nullptr;
+  bool reachable = heap_ != nullptr;
+  for (int m : t.members) reachable = reachable && heap_->peer_base(m) != nullptr;
+  // GPU PEs: the device barrier of the team, unless some member is reached through UCX (the
+  // bootstrap's barrier then).
+  if (gpu_ && reachable && !(gpu_->handle.flags & kHandleSetSignalsOnly)) return gpu_device_barrier(team);
+  const bool direct = reachable && heap_->kind() == heap::MemoryKind::host;
   if (direct) {
     host_barrier(t);
   } else {
@@ -270,8 +244,8 @@ void Runtime::host_barrier(Team::State& t) {
 }
 
 #define GPUCOMM_INSTANTIATE(T)                                          \
-  template T Runtime::wait_until<T>(T*, Cmp, T);                         \
-  template bool Runtime::test<T>(T*, Cmp, T);                            \
+  template T Runtime::wait_until<T>(T*, Cmp, std::type_identity_t<T>);  \
+  template bool Runtime::test<T>(T*, Cmp, std::type_identity_t<T>);     \
   template T Runtime::atomic_fetch<T>(const T*, int);                    \
   template void Runtime::atomic_set<T>(T*, T, int);                      \
   template T Runtime::atomic_fetch_add<T>(T*, T, int);                   \

@@ -5,13 +5,14 @@
 
 #include "gpu_state.hpp"
 #include "gpucomm/core/error.hpp"
-#include "host_wait.hpp"
+#include "core/host_wait.hpp"
+#include "gpucomm/base/ordering_host.hpp"
 #include "proxy_state.hpp"
 
 namespace gpucomm {
 
 uint64_t Runtime::proxy_call(proxy::Descriptor d, const char* op, bool want_result) {
-  ProxyState& P = *proxy_;
+  detail::ProxyState& P = *proxy_;
   if (!P.host_queue) raise(Errc::internal, op, "no host queue although PE " + std::to_string(d.pe) + " is reached through the proxy");
   uint64_t result = 0;
   uint64_t* slot = &result;
@@ -35,12 +36,13 @@ uint64_t Runtime::proxy_call(proxy::Descriptor d, const char* op, bool want_resu
       raise(e.code(), op, e.detail() + " (proxy: " + agent + ")");
     throw;
   }
-  return want_result ? *reinterpret_cast<volatile uint64_t*>(slot) : 0;
+  // The agent wrote the result before it released `completed`, which the wait acquired.
+  return want_result ? mem::host_load(slot, std::memory_order_relaxed) : 0;
 }
 
 void Runtime::proxy_quiet() {
   if (!proxy_) return;
-  ProxyState& P = *proxy_;
+  detail::ProxyState& P = *proxy_;
   if (P.host_queue) proxy::host_quiet(P.host_queue->producer_view(), P.wait);
   // Entries posted by kernels that already finished (a running kernel's later posts are its own).
   for (auto& q : P.device_queues) {

@@ -21,7 +21,8 @@ const char* route_name(Route r);
 // The transport asked for: RuntimeOptions::transport, else GPUCOMM_TRANSPORT (bad names raise).
 transport::Kind requested_transport(const RuntimeOptions& opts);
 
-struct Runtime::ProxyState {
+namespace detail {
+struct ProxyState {
   transport::Kind kind = transport::Kind::automatic;
   std::vector<Route> routes;       // per PE
   std::vector<bool> host_proxied;  // per PE: host-side operations go through the host queue
@@ -36,5 +37,6 @@ struct Runtime::ProxyState {
   std::string agent_failure() const { return cpu ? cpu->failure() : gpu ? gpu->failure() : std::string(); }
   ~ProxyState();
 };
+}  // namespace detail
 
 }  // namespace gpucomm

@@ -1,6 +1,6 @@
 // Registration of user device buffers: buffers inside the symmetric heap reuse the heap's
 // mappings; cudaMalloc'd buffers are shared through CUDA IPC among the PEs of the node.
-#include "../heap/cuda_driver.hpp"
+#include "core/cuda_driver.hpp"
 #include "gpu_state.hpp"
 #include "gpucomm/core/error.hpp"
 
@@ -18,12 +18,10 @@ const RegisteredBuffer& Runtime::register_buffer(void* ptr, size_t bytes) {
   reg->buffer.peers.assign(static_cast<size_t>(size_), nullptr);
   // Collective decision: every PE must agree on where the buffer lives.
   bool in_heap = heap_->contains(ptr, bytes);
-  auto kinds = bootstrap_->allgather(in_heap ? "heap" : "ipc");
-  for (int r = 0; r < size_; ++r)
-    if (kinds[static_cast<size_t>(r)] != kinds[static_cast<size_t>(rank_)])
-      raise_arg("register_buffer", "ptr",
-                "rank " + std::to_string(r) + " registers a buffer " + (in_heap ? "outside" : "inside") +
-                    " the symmetric heap, this PE one " + (in_heap ? "inside" : "outside") + " it");
+  if (auto d = bootstrap_->agree(in_heap ? "heap" : "ipc"))
+    raise_arg("register_buffer", "ptr",
+              "rank " + std::to_string(d.rank) + " registers a buffer " + (in_heap ? "outside" : "inside") +
+                  " the symmetric heap, this PE one " + (in_heap ? "inside" : "outside") + " it");
   if (in_heap) {
     for (int r = 0; r < size_; ++r) reg->buffer.peers[static_cast<size_t>(r)] = heap_->peer_address(ptr, r);
   } else {
@@ -31,8 +29,8 @@ const RegisteredBuffer& Runtime::register_buffer(void* ptr, size_t bytes) {
     for (int r = 0; r < size_; ++r) reg->buffer.peers[static_cast<size_t>(r)] = reg->share->address(r);
   }
   void* table = nullptr;
-  heap::check_cuda(cudaMalloc(&table, sizeof(void*) * static_cast<size_t>(size_)), "cudaMalloc", "registered buffer table");
-  heap::check_cuda(cudaMemcpy(table, reg->buffer.peers.data(), sizeof(void*) * static_cast<size_t>(size_), cudaMemcpyHostToDevice),
+  check_cuda(cudaMalloc(&table, sizeof(void*) * static_cast<size_t>(size_)), "cudaMalloc", "registered buffer table");
+  check_cuda(cudaMemcpy(table, reg->buffer.peers.data(), sizeof(void*) * static_cast<size_t>(size_), cudaMemcpyHostToDevice),
                    "cudaMemcpy", "registered buffer table");
   reg->buffer.device_peers = static_cast<void* const*>(table);
   bootstrap_->barrier();

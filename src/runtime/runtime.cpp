@@ -8,9 +8,9 @@
 #include <cstring>
 #include <map>
 
-#include "../bootstrap/rendezvous.hpp"
-#include "../heap/device_heap.hpp"
-#include "../heap/host_heap.hpp"
+#include "bootstrap/rendezvous.hpp"
+#include "heap/device_heap.hpp"
+#include "heap/host_heap.hpp"
 #include "allocator_state.hpp"
 #include "device_select.hpp"
 #include "gpu_state.hpp"
@@ -20,18 +20,6 @@
 #include "gpucomm/core/log.hpp"
 
 namespace gpucomm {
-
-const char* cmp_name(Cmp c) {
-  switch (c) {
-    case Cmp::eq: return "==";
-    case Cmp::ne: return "!=";
-    case Cmp::gt: return ">";
-    case Cmp::ge: return ">=";
-    case Cmp::lt: return "<";
-    case Cmp::le: return "<=";
-  }
-  return "?";
-}
 
 namespace {
 
@@ -126,16 +114,14 @@ void Runtime::init(const RuntimeOptions& opts) {
 
   size_t heap_bytes = opts.heap_bytes ? opts.heap_bytes : static_cast<size_t>(env::get_int("GPUCOMM_HEAP_SIZE", 128LL << 20));
   // Every PE must agree on the heap kind: a job mixes GPU and host-memory PEs only by mistake.
-  auto kinds = bootstrap_->allgather(kind_ == PeKind::gpu ? "gpu" : "host");
-  for (int r = 0; r < size_; ++r)
-    if (kinds[static_cast<size_t>(r)] != kinds[static_cast<size_t>(rank_)])
-      raise(Errc::unsupported, "Runtime",
-            "rank " + std::to_string(r) + " is a " + kinds[static_cast<size_t>(r)] + " PE and this one a " +
-                kinds[static_cast<size_t>(rank_)] + " PE; set GPUCOMM_DEVICE the same way on every PE");
+  if (auto d = bootstrap_->agree(kind_ == PeKind::gpu ? "gpu" : "host"))
+    raise(Errc::unsupported, "Runtime",
+          "rank " + std::to_string(d.rank) + " is a " + d.value + " PE and this one a " + (kind_ == PeKind::gpu ? "gpu" : "host") +
+              " PE; set GPUCOMM_DEVICE the same way on every PE");
   if (kind_ == PeKind::host) {
     heap_ = std::make_unique<heap::HostHeap>(*bootstrap_, node_of_, heap_bytes, job_tag_);
   } else {
-    heap_ = std::make_unique<heap::DeviceHeap>(*bootstrap_, node_of_, device_id_, heap_bytes, job_tag_,
+    heap_ = std::make_unique<heap::DeviceHeap>(*bootstrap_, node_of_, device_id_, kDeviceControlBytes, heap_bytes, job_tag_,
                                                env::get_string("GPUCOMM_HEAP_MAPPING", "auto"));
     gpu_init();
   }
@@ -163,6 +149,7 @@ Team Runtime::make_team(int slot, std::vector<int> members) {
     auto* ctl = static_cast<heap::HostHeap*>(heap_.get())->control(rank_);
     for (auto& f : ctl->barrier_flags[slot]) std::atomic_ref<uint64_t>(f).store(0, std::memory_order_relaxed);
   }
+  reset_team_slot(*s);
   return Team(s);
 }
 
@@ -250,14 +237,15 @@ Team Runtime::split(const Team& parent, int color, int key) {
     return a.key != b.key ? a.key < b.key : a.world_rank < b.world_rank;
   });
   int slot = -1;
-  for (int s = 2; s < heap::HostControlBlock::kMaxTeams; ++s)
+  static_assert(heap::HostControlBlock::kMaxTeams == kMaxTeams, "host and device team slots agree");
+  for (int s = 2; s < kMaxTeams; ++s)
     if (!(busy & (uint64_t(1) << s))) {
       slot = s;
       break;
     }
   if (slot < 0)
     raise(Errc::out_of_memory, "Runtime::split",
-          "all " + std::to_string(heap::HostControlBlock::kMaxTeams - 2) + " team slots are held by live teams; drop unused teams first");
+          "all " + std::to_string(kMaxTeams - 2) + " team slots are held by live teams; drop unused teams first");
   team_slots_->fetch_or(uint64_t(1) << slot);
   std::vector<int> members;
   for (const auto& e : same) members.push_back(e.world_rank);

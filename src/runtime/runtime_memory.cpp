@@ -1,7 +1,7 @@
 // Collective symmetric allocation.
 #include <cstring>
 
-#include "../heap/cuda_driver.hpp"
+#include "core/cuda_driver.hpp"
 #include "allocator_state.hpp"
 #include "gpu_state.hpp"
 #include "gpucomm/core/error.hpp"
@@ -52,7 +52,7 @@ void* Runtime::calloc(size_t count, size_t size) {
   size_t bytes = count * size;
   void* p = aligned_alloc(256, bytes);
   if (gpu_) {
-    heap::check_cuda(cudaMemsetAsync(p, 0, bytes, gpu_->stream), "cudaMemsetAsync", "Runtime::calloc");
+    check_cuda(cudaMemsetAsync(p, 0, bytes, gpu_->stream), "cudaMemsetAsync", "Runtime::calloc");
     gpu_sync("calloc");
   } else {
     std::memset(p, 0, bytes);

@@ -1,6 +1,6 @@
 // The topology as one JSON object.
 #include "gpucomm/topology/topology.hpp"
-#include "json_writer.hpp"
+#include "gpucomm/core/json.hpp"
 
 namespace gpucomm::topology {
 namespace {

@@ -3,11 +3,10 @@
 
 #include "gpucomm/trace/analysis.hpp"
 #include "gpucomm/trace/functions.hpp"
-#include "json_writer.hpp"
+#include "gpucomm/core/json.hpp"
 
 namespace gpucomm::trace {
 namespace {
-using detail::JsonWriter;
 
 void summary(JsonWriter& w, std::string_view key, const CountHistogram& h) {
   Summary s = h.summary();
@@ -251,7 +250,7 @@ void run_json(JsonWriter& w, const Analysis& a) {
 }  // namespace
 
 void write_json(const Analysis& a, std::ostream& os, int only_rank) {
-  JsonWriter w(os);
+  JsonWriter w;
   w.begin_object();
   w.field("format", "gpucomm-trace-report").field("version", 1);
   w.key("trace").begin_object();
@@ -281,7 +280,7 @@ void write_json(const Analysis& a, std::ostream& os, int only_rank) {
   for (auto& m : a.warnings) w.value(m);
   w.end_array();
   w.end_object();
-  os << '\n';
+  os << w.str() << '\n';
 }
 
 }  // namespace gpucomm::trace

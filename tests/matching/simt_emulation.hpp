@@ -162,17 +162,9 @@ inline void __syncwarp(uint32_t mask = 0xffffffffu) {
   simt::collective(mask, 0, 0, [](simt::Round&, uint32_t) {});
 }
 inline void __syncthreads() { simt::g_block->barrier.arrive_and_wait(); }
-inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 inline int __ffs(uint32_t x) { return __builtin_ffs(static_cast<int>(x)); }
 inline int __ffs(int x) { return __builtin_ffs(x); }
 inline int __popc(uint32_t x) { return __builtin_popcount(x); }
-inline uint32_t atomicOr(uint32_t* p, uint32_t v) { return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST); }
-inline uint32_t atomicAdd(uint32_t* p, uint32_t v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
-inline uint32_t atomicExch(uint32_t* p, uint32_t v) { return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST); }
-inline uint32_t atomicCAS(uint32_t* p, uint32_t expected, uint32_t desired) {
-  __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-  return expected;
-}
 
 inline void __nanosleep(unsigned) { std::this_thread::yield(); }
 
@@ -194,9 +186,22 @@ using ::std::memory_order_relaxed;
 using ::std::memory_order_release;
 using ::std::memory_order_seq_cst;
 }  // namespace std
+using ::std::memory_order;
+inline constexpr memory_order memory_order_relaxed = ::std::memory_order_relaxed;
+inline constexpr memory_order memory_order_acquire = ::std::memory_order_acquire;
+inline constexpr memory_order memory_order_release = ::std::memory_order_release;
+inline constexpr memory_order memory_order_acq_rel = ::std::memory_order_acq_rel;
+inline constexpr memory_order memory_order_seq_cst = ::std::memory_order_seq_cst;
 template <class T, thread_scope S>
 struct atomic_ref : ::std::atomic_ref<T> {
   explicit atomic_ref(T& v) : ::std::atomic_ref<T>(v) {}
+  // fetch_max is C++26 in std::atomic_ref; libcu++ has it.
+  T fetch_max(T v, memory_order o) const {
+    T cur = this->load(::std::memory_order_relaxed);
+    while (cur < v && !this->compare_exchange_weak(cur, v, o, ::std::memory_order_relaxed)) {
+    }
+    return cur;
+  }
 };
 inline void atomic_thread_fence(::std::memory_order o, thread_scope) { ::std::atomic_thread_fence(o); }
 }  // namespace cuda

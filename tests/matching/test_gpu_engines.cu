@@ -8,7 +8,7 @@
 
 #include "gpucomm/core/error.hpp"
 #include "gpucomm/matching/checker.hpp"
-#include "gpucomm/matching/cuda_check.hpp"
+#include "gpucomm/core/cuda_check.hpp"
 #include "gpucomm/matching/engine.hpp"
 #include "gpucomm/matching/match_device.cuh"
 #include "gpucomm/matching/oracle.hpp"

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "gpucomm/matching/cuda_check.hpp"
+#include "gpucomm/core/cuda_check.hpp"
 #include "gpucomm/matching/warp_queue_device.cuh"
 #include "test_support.hpp"
 

@@ -61,16 +61,16 @@ __global__ void k_send(DeviceHandle h, Msg* slots, const Msg* src, uint64_t* sig
 // counters: [0] violations, [1] checked, [2] stalled channels
 __global__ void k_recv(DeviceHandle h, const Msg* slots, uint64_t* sigs, int per_channel, uint64_t seed, unsigned long long* counters) {
   const uint64_t ch = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
-  uint64_t checked = 0, bad = 0, last = device::detail::globaltimer();
+  uint64_t checked = 0, bad = 0, last = mem::globaltimer();
   while (checked < static_cast<uint64_t>(per_channel)) {
-    const uint64_t seen = device::detail::load_acquire_sys(&sigs[ch]);
+    const uint64_t seen = mem::load<mem::kSystem>(&sigs[ch], mem::acquire);
     if (seen > checked) {
       for (; checked < seen; ++checked) {
         const volatile Msg* m = &slots[ch * per_channel + checked];
         if (m->seq != checked || m->check != msg_check(seed, ch, checked)) ++bad;
       }
-      last = device::detail::globaltimer();
-    } else if (h.timeout_ns && device::detail::globaltimer() - last > h.timeout_ns) {
+      last = mem::globaltimer();
+    } else if (h.timeout_ns && mem::globaltimer() - last > h.timeout_ns) {
       atomicAdd(&counters[2], 1ull);
       break;
     }
@@ -128,15 +128,15 @@ void scenario_stress(Runtime& rt, long long messages) {
 
 // A descriptor the agent must reject, then a blocking wait on it.
 __global__ void k_bad_descriptor(DeviceHandle h, int pe) {
-  const proxy::QueueView& q = device::detail::queue_of(h);
+  const proxy::QueueView& q = proxy::queue_of(h);
   proxy::Descriptor d{};
   d.opcode = proxy::Opcode::put;
   d.pe = pe;
   d.remote = static_cast<int64_t>(h.heap_size) - 8;  // 64 bytes from 8 bytes before the end
   d.local = reinterpret_cast<uint64_t>(h.heap_base);
   d.bytes = 64;
-  const uint64_t t = device::detail::post(h, q, d);
-  device::detail::wait_ticket(h, q, t, DeviceOp::put, pe);
+  const uint64_t t = proxy::post(h, q, d);
+  proxy::wait_ticket(h, q, t, DeviceOp::put, pe);
 }
 
 void expect_parts(const std::string& msg, std::initializer_list<const char*> parts) {
@@ -172,7 +172,7 @@ void scenario_no_agent(Runtime& rt) {
   const proxy::QueueView v = q.producer_view();
   cuda_ok(rt, cudaMemcpy(table, &v, sizeof v, cudaMemcpyHostToDevice), "cudaMemcpy");
   DeviceHandle h = rt.device_handle();
-  h.transport = 2;  // proxy-cpu
+  h.transport = TransportKind::proxy_cpu;
   h.num_queues = 1;
   h.queues = table;
   auto* buf = rt.alloc<uint64_t>(8);

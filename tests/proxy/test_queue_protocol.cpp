@@ -15,7 +15,7 @@
 #include "executor.hpp"
 #include "host_copy_executor.hpp"
 #include "gpucomm/core/error.hpp"
-#include "gpucomm/device/handle.hpp"
+#include "gpucomm/base/handle.hpp"
 #include "gpucomm/proxy/cpu_proxy.hpp"
 #include "gpucomm/proxy/queue.hpp"
 #include "gpucomm/proxy/queue_host.hpp"

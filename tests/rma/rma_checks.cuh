@@ -86,7 +86,7 @@ template <class Coop>
 __global__ void k_wait_copy(DeviceHandle h, uint64_t* sig, uint64_t v, const char* slot, char* out, size_t bytes, uint64_t* seen) {
   Coop c;
   uint64_t s = device::signal_wait_until(c, h, sig, Cmp::ge, v);
-  device::detail::copy(c, out, slot, bytes);
+  detail::copy(c, out, slot, bytes);
   if (coop::thread_rank(c) == 0) *seen = s;
 }
 __global__ void k_scalars(DeviceHandle h, int32_t* w32, uint64_t* w64, double* wd, int pe, int32_t a, uint64_t b, double d,
@@ -134,7 +134,7 @@ __global__ void k_wait_cmp_words(DeviceHandle h, int64_t* w64, int32_t* w32, uin
   // signal_wait_until with every comparison on the signal word out[7] set by the sender
 }
 // Every atomic on `pe`'s copy of word[me], at device or system scope, against a sequential model.
-template <device::Scope S, class T>
+template <mem::Scope S, class T>
 __global__ void k_atomics(DeviceHandle h, T* word, int pe, uint64_t seed, uint64_t* mismatches) {
   T model = 0;
   device::atomic_set<S>(h, word, T(0), pe);

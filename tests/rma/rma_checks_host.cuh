@@ -219,7 +219,7 @@ void check_waits(Ctx& c) {
   rt.free(w64);
 }
 
-template <device::Scope S, class T>
+template <mem::Scope S, class T>
 void check_atomics_one(Ctx& c, const char* what) {
   Runtime& rt = c.rt;
   auto* words = rt.alloc<T>(static_cast<size_t>(c.n));
@@ -233,12 +233,12 @@ void check_atomics_one(Ctx& c, const char* what) {
 }
 
 inline void check_atomics(Ctx& c) {
-  check_atomics_one<device::Scope::system, uint64_t>(c, "system scope, uint64");
-  check_atomics_one<device::Scope::system, int64_t>(c, "system scope, int64");
-  check_atomics_one<device::Scope::system, uint32_t>(c, "system scope, uint32");
-  check_atomics_one<device::Scope::system, int32_t>(c, "system scope, int32");
-  check_atomics_one<device::Scope::device, uint64_t>(c, "device scope, uint64");
-  check_atomics_one<device::Scope::device, uint32_t>(c, "device scope, uint32");
+  check_atomics_one<mem::kSystem, uint64_t>(c, "system scope, uint64");
+  check_atomics_one<mem::kSystem, int64_t>(c, "system scope, int64");
+  check_atomics_one<mem::kSystem, uint32_t>(c, "system scope, uint32");
+  check_atomics_one<mem::kSystem, int32_t>(c, "system scope, int32");
+  check_atomics_one<mem::kDevice, uint64_t>(c, "device scope, uint64");
+  check_atomics_one<mem::kDevice, uint32_t>(c, "device scope, uint32");
   Runtime& rt = c.rt;
   auto* counter = static_cast<uint64_t*>(rt.calloc(1, sizeof(uint64_t)));
   k_atomic_storm<<<8, 128, 0, c.s>>>(c.h, counter, 0, 50);

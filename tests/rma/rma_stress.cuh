@@ -34,16 +34,16 @@ __global__ void k_stress_recv(DeviceHandle h, const Msg* slots, uint64_t* sigs, 
   const uint64_t ch = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
   const Msg* mine = slots + ch * static_cast<uint64_t>(per_channel);
   uint64_t checked = 0, bad = 0;
-  uint64_t last_progress = device::detail::globaltimer();
+  uint64_t last_progress = mem::globaltimer();
   while (checked < static_cast<uint64_t>(per_channel)) {
-    uint64_t seen = device::detail::load_acquire_sys(&sigs[ch]);
+    uint64_t seen = mem::load<mem::kSystem>(&sigs[ch], mem::acquire);
     if (seen > checked) {
       for (; checked < seen; ++checked) {
         const volatile Msg* m = &mine[checked];
         if (m->seq != checked || m->check != msg_check(seed, ch, checked)) ++bad;
       }
-      last_progress = device::detail::globaltimer();
-    } else if (h.timeout_ns && device::detail::globaltimer() - last_progress > h.timeout_ns) {
+      last_progress = mem::globaltimer();
+    } else if (h.timeout_ns && mem::globaltimer() - last_progress > h.timeout_ns) {
       atomicAdd(&counters[2], 1ull);
       break;
     }

@@ -82,7 +82,7 @@ TEST(DeviceFailureText, ArgumentFaults) {
                 .find("atomic: heap+0x40 is not aligned to 8 bytes"),
             std::string::npos);
   EXPECT_NE(detail::describe_device_failure(record(DeviceFault::unreachable, DeviceOp::signal, Cmp::eq, 0, 0), 0)
-                .find("signal_op to PE 1 (heap+0x40): PE 1 is not reachable from this GPU"),
+                .find("signal to PE 1 (heap+0x40): PE 1 is not reachable from this GPU"),
             std::string::npos);
 }
 

@@ -16,7 +16,7 @@ namespace ucxtest {
 
 using gpucomm::transport::Completion;
 using gpucomm::transport::Remote;
-using AtomicOp = gpucomm::proxy::AtomicOp;
+using AtomicOp = gpucomm::AtomicOp;
 
 extern int g_failures;
 // Records a failed check (printed with the condition); the scenario goes on.

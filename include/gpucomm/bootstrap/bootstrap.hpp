@@ -8,17 +8,18 @@
 
 #include "gpucomm/bootstrap/launch_env.hpp"
 #include "gpucomm/bootstrap/unique_id.hpp"
+#include "gpucomm/core/liveness.hpp"
 
 namespace gpucomm::bootstrap {
 
-class Bootstrap {
+class Bootstrap final : public JobLiveness {
  public:
   // Joins the job of `id` as `rank` of `size` (rank 0 starts the store). Like an explicit
   // communicator init: the caller distributes the id (text form) by its own means.
   Bootstrap(const UniqueId& id, int rank, int size);
   // Joins the job this process was started in: gpucomm run, mpirun, srun, torchrun or alone.
   static std::unique_ptr<Bootstrap> from_environment(const LaunchInfo& info);
-  ~Bootstrap();
+  ~Bootstrap() override;
   Bootstrap(const Bootstrap&) = delete;
   Bootstrap& operator=(const Bootstrap&) = delete;
 
@@ -34,9 +35,17 @@ class Bootstrap {
   // must be unique per call (callers add a sequence number).
   std::vector<std::string> gather(const std::string& group, int count, int index, const std::string& mine);
   void barrier();
+  // Collective consensus check: every PE offers `mine`. Returns the lowest rank whose value
+  // differs from this PE's, with that value (rank -1 when every PE offered the same).
+  struct Disagreement {
+    int rank = -1;
+    std::string value;
+    explicit operator bool() const { return rank >= 0; }
+  };
+  Disagreement agree(const std::string& mine);
 
-  bool failed() const;
-  std::string failure() const;
+  bool failed() const override;
+  std::string failure() const override;
   // Barrier, then an orderly goodbye; rank 0 keeps serving until every PE said goodbye.
   void finalize();
 

@@ -1,7 +1,7 @@
 #pragma once
 // Ordered (stable) compaction for warps and blocks: ballot + popc inside a warp, per-warp totals
 // in shared memory across a block. Blocks must have a multiple of 32 threads.
-#include "gpucomm/device/coop.cuh"
+#include "gpucomm/base/coop.cuh"
 #include "gpucomm/matching/envelope.hpp"
 
 namespace gpucomm::matching::detail {

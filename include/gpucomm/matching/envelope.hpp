@@ -2,11 +2,7 @@
 // Envelopes of messages and receives, shared by host and device code.
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define GPUCOMM_HD __host__ __device__ __forceinline__
-#else
-#define GPUCOMM_HD inline
-#endif
+#include "gpucomm/base/hd.hpp"
 
 namespace gpucomm::matching {
 

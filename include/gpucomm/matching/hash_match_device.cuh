@@ -9,15 +9,17 @@
 //   chained: the chained-batch table. Identical keys inside a warp are found with
 //     __match_any_sync and inserted once with their count (preprocessing); a prefix sum over
 //     the slots lays each key's targets out contiguously (the "chain"); probes with identical
-//     keys are grouped the same way and claim a run of targets with one atomicAdd.
+//     keys are grouped the same way and claim a run of targets with one fetch-add.
 //   automatic: measures the key multiplicity of the phase's targets (share of entries that
 //     repeat a key of another lane of their warp) and picks double hashing up to
 //     kOpenAddressingMaxMultiplicityPct, the chained table above.
 // Tables live in dynamic shared memory (kHashSharedBytes) up to kHashSharedTargets targets and
-// in the job's HashTableStorage (global memory) beyond.
+// in the job's HashTableStorage (global memory) beyond. Only the block matching the job touches
+// its table, so every access to the table is at block scope (mem::kBlock).
 #include <type_traits>
 
-#include "gpucomm/device/coop.cuh"
+#include "gpucomm/base/coop.cuh"
+#include "gpucomm/base/ordering_device.cuh"
 #include "gpucomm/matching/compact_device.cuh"
 #include "gpucomm/matching/job.hpp"
 #include "gpucomm/matching/match_device.cuh"
@@ -81,31 +83,32 @@ __device__ __forceinline__ uint32_t key_step(const Envelope& e) {  // odd: visit
                static_cast<uint32_t>(e.comm)) | 1u;
 }
 __device__ __forceinline__ bool key_at(const TableView& t, uint32_t h, const Envelope& e) {
-  return static_cast<int32_t>(*reinterpret_cast<volatile uint32_t*>(&t.kc[h])) == e.comm &&
-         static_cast<int32_t>(*reinterpret_cast<volatile uint32_t*>(&t.ks[h])) == e.src &&
-         static_cast<int32_t>(*reinterpret_cast<volatile uint32_t*>(&t.kt[h])) == e.tag;
+  return static_cast<int32_t>(mem::load<mem::kBlock>(&t.kc[h], mem::relaxed)) == e.comm &&
+         static_cast<int32_t>(mem::load<mem::kBlock>(&t.ks[h], mem::relaxed)) == e.src &&
+         static_cast<int32_t>(mem::load<mem::kBlock>(&t.kt[h], mem::relaxed)) == e.tag;
 }
 // Lanes of `active` holding the same key as this lane.
 __device__ __forceinline__ uint32_t key_group(uint32_t active, const Envelope& e) {
   return __match_any_sync(active, e.comm) & __match_any_sync(active, e.src) & __match_any_sync(active, e.tag);
 }
 
-// Chained table: the slot of key e, inserting it when `insert`; kNone when absent.
+// Chained table: the slot of key e, inserting it when `insert`; kNone when absent. An inserter
+// claims the slot (kEmpty -> kBusy), writes the key, then releases kReady; a reader acquires the
+// owner word until it is not kBusy before it reads the key.
 __device__ inline uint32_t chained_slot(const TableView& t, const Envelope& e, bool insert) {
   uint32_t h = key_hash(e) & t.mask;
   for (uint32_t n = 0; n <= t.mask; ++n, h = (h + 1) & t.mask) {
-    uint32_t o = insert ? atomicCAS(&t.owner[h], kEmpty, kBusy) : *reinterpret_cast<volatile uint32_t*>(&t.owner[h]);
+    uint32_t o = insert ? mem::compare_exchange<mem::kBlock>(&t.owner[h], kEmpty, kBusy, mem::acq_rel)
+                        : mem::load<mem::kBlock>(&t.owner[h], mem::acquire);
     if (o == kEmpty) {
       if (!insert) return kNone;
-      t.kc[h] = static_cast<uint32_t>(e.comm);
-      t.ks[h] = static_cast<uint32_t>(e.src);
-      t.kt[h] = static_cast<uint32_t>(e.tag);
-      __threadfence();  // key before the ready mark
-      atomicExch(&t.owner[h], kReady);
+      mem::store<mem::kBlock>(&t.kc[h], static_cast<uint32_t>(e.comm), mem::relaxed);
+      mem::store<mem::kBlock>(&t.ks[h], static_cast<uint32_t>(e.src), mem::relaxed);
+      mem::store<mem::kBlock>(&t.kt[h], static_cast<uint32_t>(e.tag), mem::relaxed);
+      mem::store<mem::kBlock>(&t.owner[h], kReady, mem::release);  // the key before the ready mark
       return h;
     }
-    while (o == kBusy) o = *reinterpret_cast<volatile uint32_t*>(&t.owner[h]);
-    __threadfence();  // ready mark before the key
+    while (o == kBusy) o = mem::load<mem::kBlock>(&t.owner[h], mem::acquire);
     if (key_at(t, h, e)) return h;
   }
   return kNone;
@@ -137,7 +140,7 @@ __device__ inline uint32_t hash_phase(const Envelope* probes, uint32_t np, const
         dup = static_cast<uint32_t>(__ffs(key_group(active, e)) - 1) != lane;
       }
       const uint32_t d = __ballot_sync(0xffffffffu, dup);
-      if (lane == 0 && d) atomicAdd(dups, static_cast<uint32_t>(__popc(d)));
+      if (lane == 0 && d) mem::fetch_add<mem::kBlock>(dups, static_cast<uint32_t>(__popc(d)), mem::relaxed);
     }
     __syncthreads();
     strategy = *dups * 100u <= kOpenAddressingMaxMultiplicityPct * nt ? HashStrategy::double_hashing
@@ -151,8 +154,10 @@ __device__ inline uint32_t hash_phase(const Envelope* probes, uint32_t np, const
       const uint32_t step = dh ? key_step(e) : 1u;
       uint32_t h = key_hash(e) & t.mask;
       for (uint32_t n = 0; n <= t.mask; ++n, h = (h + step) & t.mask) {
-        // A plain read first: occupied slots are skipped without an atomic.
-        if (*reinterpret_cast<volatile uint32_t*>(&t.owner[h]) == kEmpty && atomicCAS(&t.owner[h], kEmpty, i) == kEmpty) {
+        // A plain read first: occupied slots are skipped without a read-modify-write. The keys
+        // are read only after the block barrier that ends the inserts.
+        if (mem::load<mem::kBlock>(&t.owner[h], mem::relaxed) == kEmpty &&
+            mem::compare_exchange<mem::kBlock>(&t.owner[h], kEmpty, i, mem::relaxed) == kEmpty) {
           t.kc[h] = static_cast<uint32_t>(e.comm);
           t.ks[h] = static_cast<uint32_t>(e.src);
           t.kt[h] = static_cast<uint32_t>(e.tag);
@@ -168,10 +173,10 @@ __device__ inline uint32_t hash_phase(const Envelope* probes, uint32_t np, const
       for (uint32_t n = 0; n <= t.mask; ++n, h = (h + step) & t.mask) {
         const uint32_t o = t.owner[h];
         if (o == kEmpty) break;
-        if (key_at(t, h, e) && *reinterpret_cast<volatile uint32_t*>(&t.claim[h]) == 0u &&
-            atomicExch(&t.claim[h], 1u) == 0u) {
+        if (key_at(t, h, e) && mem::load<mem::kBlock>(&t.claim[h], mem::relaxed) == 0u &&
+            mem::exchange<mem::kBlock>(&t.claim[h], 1u, mem::relaxed) == 0u) {
           result[i] = static_cast<int32_t>(o);
-          atomicOr(&taken[o >> 5], 1u << (o & 31));
+          mem::fetch_or<mem::kBlock>(&taken[o >> 5], 1u << (o & 31), mem::relaxed);
           break;
         }
       }
@@ -190,7 +195,7 @@ __device__ inline uint32_t hash_phase(const Envelope* probes, uint32_t np, const
       const uint32_t g = key_group(active, e);
       if (static_cast<uint32_t>(__ffs(g) - 1) == lane) {
         const uint32_t h = chained_slot(t, e, true);
-        atomicAdd(&t.count[h], static_cast<uint32_t>(__popc(g)));
+        mem::fetch_add<mem::kBlock>(&t.count[h], static_cast<uint32_t>(__popc(g)), mem::relaxed);
       }
     }
   }
@@ -218,7 +223,7 @@ __device__ inline uint32_t hash_phase(const Envelope* probes, uint32_t np, const
       uint32_t h = 0, first = 0;
       if (leader == static_cast<int>(lane)) {
         h = chained_slot(t, e, false);
-        first = t.offset[h] + atomicAdd(&t.claim[h], static_cast<uint32_t>(__popc(g)));
+        first = t.offset[h] + mem::fetch_add<mem::kBlock>(&t.claim[h], static_cast<uint32_t>(__popc(g)), mem::relaxed);
       }
       first = __shfl_sync(active, first, leader);
       t.bucket[first + __popc(g & coop::lanemask_lt())] = i;
@@ -227,7 +232,7 @@ __device__ inline uint32_t hash_phase(const Envelope* probes, uint32_t np, const
   __syncthreads();
   for (uint32_t h = tid; h <= t.mask; h += nthreads) t.claim[h] = 0;
   __syncthreads();
-  // 4: probes grouped by key claim a run of their key's targets with one atomicAdd.
+  // 4: probes grouped by key claim a run of their key's targets with one fetch-add.
   for (uint32_t start = 0; start < np; start += nthreads) {
     const uint32_t i = start + tid;
     const bool ok = i < np;
@@ -240,7 +245,7 @@ __device__ inline uint32_t hash_phase(const Envelope* probes, uint32_t np, const
       if (leader == static_cast<int>(lane)) {
         h = chained_slot(t, e, false);
         if (h != kNone) {
-          const uint32_t c0 = atomicAdd(&t.claim[h], static_cast<uint32_t>(__popc(g)));
+          const uint32_t c0 = mem::fetch_add<mem::kBlock>(&t.claim[h], static_cast<uint32_t>(__popc(g)), mem::relaxed);
           const uint32_t n = t.count[h];
           avail = c0 < n ? n - c0 : 0u;
           first = t.offset[h] + c0;
@@ -252,7 +257,7 @@ __device__ inline uint32_t hash_phase(const Envelope* probes, uint32_t np, const
       if (r < avail) {
         const uint32_t o = t.bucket[first + r];
         result[i] = static_cast<int32_t>(o);
-        atomicOr(&taken[o >> 5], 1u << (o & 31));
+        mem::fetch_or<mem::kBlock>(&taken[o >> 5], 1u << (o & 31), mem::relaxed);
       }
     }
   }
@@ -276,7 +281,7 @@ __device__ inline void match_hash(coop::Block b, const MatchJob& job, HashShared
                          (job.table.slots & (job.table.slots - 1)) == 0);
   if (any || !table_ok) {
     if (threadIdx.x == 0) {
-      atomicOr(job.status, any ? kStatusWildcard : kStatusNoTable);
+      mem::fetch_or<mem::kDevice>(job.status, any ? kStatusWildcard : kStatusNoTable, mem::relaxed);
       *job.n_matches = 0;
     }
     __syncthreads();
@@ -296,7 +301,7 @@ __device__ inline void match_hash(coop::Block b, const MatchJob& job, HashShared
                       const uint32_t info = detail::hash_phase(p, np, t, nt, r, taken, s.sums, &s.dups, view, strategy);
                       if (threadIdx.x == 0) s.info |= info;
                     });
-  if (threadIdx.x == 0 && s.info) atomicOr(job.status, s.info);
+  if (threadIdx.x == 0 && s.info) mem::fetch_or<mem::kDevice>(job.status, s.info, mem::relaxed);
   __syncthreads();
 }
 

@@ -11,7 +11,8 @@
 // must not be touched by others meanwhile.
 #include <type_traits>
 
-#include "gpucomm/device/coop.cuh"
+#include "gpucomm/base/coop.cuh"
+#include "gpucomm/base/ordering_device.cuh"
 #include "gpucomm/matching/compact_device.cuh"
 #include "gpucomm/matching/job.hpp"
 #include "gpucomm/matching/ordered_match_device.cuh"
@@ -51,7 +52,7 @@ __device__ void run_batch(Coop c, const MatchJob& job, Shared& s, bool no_unexpe
   uint32_t umq_n = *job.umq_size, prq_n = *job.prq_size;
   coop::sync(c);  // everyone has read the sizes before the leader rewrites them
   if (prq_n > max_targets || umq_n + job.n_msgs > max_targets) {
-    if (leader) atomicOr(job.status, kStatusTooLong);
+    if (leader) mem::fetch_or<mem::kDevice>(job.status, kStatusTooLong, mem::relaxed);
     if (leader) *job.n_matches = 0;
     coop::sync(c);
     return;
@@ -112,7 +113,7 @@ __device__ void run_batch(Coop c, const MatchJob& job, Shared& s, bool no_unexpe
     *job.umq_size = umq_n;
     *job.prq_size = prq_n;
     *job.n_matches = nm;
-    if (status) atomicOr(job.status, status);
+    if (status) mem::fetch_or<mem::kDevice>(job.status, status, mem::relaxed);
   }
   coop::sync(c);
 }
@@ -150,7 +151,7 @@ __device__ inline void match_partitioned(coop::Warp w, const MatchJob& job, Warp
                    detail::any_entry(w, job.recvs, job.n_recvs, s, [](const Envelope& e) { return e.src == kAnySource; });
   if (any) {
     if (coop::lane_id() == 0) {
-      atomicOr(job.status, kStatusWildcard);
+      mem::fetch_or<mem::kDevice>(job.status, kStatusWildcard, mem::relaxed);
       *job.n_matches = 0;
     }
     __syncwarp();

@@ -17,7 +17,7 @@
 // lane whose vote survives its mask wins and takes its lowest bit. Windows are double-buffered
 // so that the scan of window k+1 overlaps the reduce of window k (pipelining). Tiles beyond the
 // first see only the probes still open (multi-pass), which keeps the result exact.
-#include "gpucomm/device/coop.cuh"
+#include "gpucomm/base/coop.cuh"
 #include "gpucomm/matching/envelope.hpp"
 #include "gpucomm/matching/job.hpp"
 

@@ -15,34 +15,19 @@
 // slot before its previous element was read. The release stamp pairs with the consumer's acquire:
 // no consumer reads an element before it is written. Stamps carry the ticket, so a stale stamp
 // from an earlier lap never passes for a fresh one.
-#if !defined(GPUCOMM_SIMT_EMULATION)
-#include <cuda/atomic>
-#endif
 
-#include "gpucomm/device/coop.cuh"
+#include "gpucomm/base/coop.cuh"
+#include "gpucomm/base/ordering_device.cuh"
 #include "gpucomm/matching/warp_queue.hpp"
 
 namespace gpucomm::matching {
 namespace detail {
 
+// The scope of the queue's words: the block for a queue in shared memory, the GPU otherwise.
 template <QueueScope S>
-inline constexpr cuda::thread_scope kQueueScope =
-    S == QueueScope::block ? cuda::thread_scope_block : cuda::thread_scope_device;
+inline constexpr mem::Scope kQueueScope = S == QueueScope::block ? mem::kBlock : mem::kDevice;
 
-template <QueueScope S>
-__device__ __forceinline__ cuda::atomic_ref<unsigned long long, kQueueScope<S>> counter(QueueCounter& c) {
-  return cuda::atomic_ref<unsigned long long, kQueueScope<S>>(c.value);
-}
-
-__device__ __forceinline__ unsigned long long now_ns() {
-#if defined(GPUCOMM_SIMT_EMULATION)
-  return simt::now_ns();
-#else
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-#endif
-}
+__device__ __forceinline__ unsigned long long now_ns() { return mem::globaltimer(); }
 
 __device__ __forceinline__ bool now_late(unsigned long long start, unsigned long long limit) {
   return now_ns() - start > limit;
@@ -62,7 +47,7 @@ __device__ bool wait_until(const WarpQueue<T, S>& q, Ready ready) {
   while (!ready()) {
     if (++spins > 64) __nanosleep(spins < 4096 ? 32 : 256);
     if (q.timeout_ns && (spins & 255) == 0 && now_ns() - start > q.timeout_ns) {
-      counter<S>(q.control->errors).fetch_add(1, cuda::std::memory_order_relaxed);
+      mem::fetch_add<kQueueScope<S>>(&q.control->errors.value, 1ull, mem::relaxed);
       return false;
     }
   }
@@ -82,17 +67,19 @@ __device__ uint32_t try_enqueue(coop::Warp, const WarpQueue<T, S>& q, const T& i
   if (n == 0) return 0;
   unsigned long long first = 0, ok = 0;
   if (lane == 0) {
-    auto wr = detail::counter<S>(q.control->write_reserve);
-    auto rc = detail::counter<S>(q.control->read_commit);
-    unsigned long long w = wr.load(cuda::std::memory_order_relaxed);
+    constexpr mem::Scope Sc = detail::kQueueScope<S>;
+    unsigned long long* wr = &q.control->write_reserve.value;
+    unsigned long long w = mem::load<Sc>(wr, mem::relaxed);
     for (;;) {
-      const unsigned long long r = rc.load(cuda::std::memory_order_acquire);
+      const unsigned long long r = mem::load<Sc>(&q.control->read_commit.value, mem::acquire);
       if (w + n - r > q.capacity) break;  // full
-      if (wr.compare_exchange_weak(w, w + n, cuda::std::memory_order_relaxed)) {
+      const unsigned long long seen = mem::compare_exchange<Sc>(wr, w, w + n, mem::relaxed);
+      if (seen == w) {
         first = w;
         ok = 1;
         break;
       }
+      w = seen;
     }
   }
   ok = __shfl_sync(0xffffffffu, static_cast<uint32_t>(ok), 0);
@@ -102,8 +89,7 @@ __device__ uint32_t try_enqueue(coop::Warp, const WarpQueue<T, S>& q, const T& i
     const unsigned long long t = first + __popc(act & coop::lanemask_lt());
     const uint32_t slot = static_cast<uint32_t>(t) & (q.capacity - 1);
     q.slots[slot] = item;
-    cuda::atomic_ref<unsigned long long, detail::kQueueScope<S>>(q.stamps[slot])
-        .store(t + 1, cuda::std::memory_order_release);
+    mem::store<detail::kQueueScope<S>>(&q.stamps[slot], t + 1, mem::release);
     if (ticket) *ticket = t;
   }
   return n;
@@ -119,7 +105,7 @@ __device__ bool enqueue(coop::Warp w, const WarpQueue<T, S>& q, const T& item, b
     if (try_enqueue(w, q, item, active, ticket) != 0 || __ballot_sync(0xffffffffu, active) == 0) return true;
     int late = 0;
     if (coop::lane_id() == 0 && q.timeout_ns && detail::now_late(start, q.timeout_ns)) {
-      detail::counter<S>(q.control->errors).fetch_add(1, cuda::std::memory_order_relaxed);
+      mem::fetch_add<detail::kQueueScope<S>>(&q.control->errors.value, 1ull, mem::relaxed);
       late = 1;
     }
     if (__shfl_sync(0xffffffffu, late, 0)) return false;
@@ -137,18 +123,20 @@ __device__ uint32_t try_dequeue(coop::Warp, const WarpQueue<T, S>& q, T& item, u
   if (max_items > 32) max_items = 32;
   unsigned long long first = 0, n = 0;
   if (lane == 0 && max_items > 0) {
-    auto rr = detail::counter<S>(q.control->read_reserve);
-    auto wr = detail::counter<S>(q.control->write_reserve);
-    unsigned long long r = rr.load(cuda::std::memory_order_relaxed);
+    constexpr mem::Scope Sc = detail::kQueueScope<S>;
+    unsigned long long* rr = &q.control->read_reserve.value;
+    unsigned long long r = mem::load<Sc>(rr, mem::relaxed);
     for (;;) {
-      const unsigned long long w = wr.load(cuda::std::memory_order_relaxed);
+      const unsigned long long w = mem::load<Sc>(&q.control->write_reserve.value, mem::relaxed);
       if (w <= r) break;  // empty
       const unsigned long long k = w - r < max_items ? w - r : max_items;
-      if (rr.compare_exchange_weak(r, r + k, cuda::std::memory_order_relaxed)) {
+      const unsigned long long seen = mem::compare_exchange<Sc>(rr, r, r + k, mem::relaxed);
+      if (seen == r) {
         first = r;
         n = k;
         break;
       }
+      r = seen;
     }
   }
   n = __shfl_sync(0xffffffffu, static_cast<uint32_t>(n), 0);
@@ -157,17 +145,18 @@ __device__ uint32_t try_dequeue(coop::Warp, const WarpQueue<T, S>& q, T& item, u
   if (lane < n) {
     const unsigned long long t = first + lane;
     const uint32_t slot = static_cast<uint32_t>(t) & (q.capacity - 1);
-    cuda::atomic_ref<unsigned long long, detail::kQueueScope<S>> stamp(q.stamps[slot]);
-    detail::wait_until(q, [&] { return stamp.load(cuda::std::memory_order_acquire) == t + 1; });
+    detail::wait_until(q, [&] { return mem::load<detail::kQueueScope<S>>(&q.stamps[slot], mem::acquire) == t + 1; });
     item = q.slots[slot];
     if (ticket) *ticket = t;
   }
   __syncwarp();
   if (lane == 0) {
-    auto rc = detail::counter<S>(q.control->read_commit);
-    detail::wait_until(q, [&] { return rc.load(cuda::std::memory_order_relaxed) == first; });
-    cuda::atomic_thread_fence(cuda::std::memory_order_release, detail::kQueueScope<S>);
-    rc.store(first + n, cuda::std::memory_order_release);
+    unsigned long long* rc = &q.control->read_commit.value;
+    detail::wait_until(q, [&] { return mem::load<detail::kQueueScope<S>>(rc, mem::relaxed) == first; });
+    // The other lanes' reads of their slots were ordered before this lane by __syncwarp; the
+    // fence makes them part of this release (a release store covers only this lane's own).
+    mem::fence<detail::kQueueScope<S>>(mem::acq_rel);
+    mem::store<detail::kQueueScope<S>>(rc, first + n, mem::release);
   }
   __syncwarp();
   return static_cast<uint32_t>(n);
@@ -176,8 +165,8 @@ __device__ uint32_t try_dequeue(coop::Warp, const WarpQueue<T, S>& q, T& item, u
 // Elements enqueued and not yet dequeued (a snapshot; exact only when the queue is quiet).
 template <class T, QueueScope S>
 __device__ unsigned long long queue_size(const WarpQueue<T, S>& q) {
-  return detail::counter<S>(q.control->write_reserve).load(cuda::std::memory_order_relaxed) -
-         detail::counter<S>(q.control->read_reserve).load(cuda::std::memory_order_relaxed);
+  return mem::load<detail::kQueueScope<S>>(&q.control->write_reserve.value, mem::relaxed) -
+         mem::load<detail::kQueueScope<S>>(&q.control->read_reserve.value, mem::relaxed);
 }
 
 // Shared-memory queue: the block carves slots, stamps and control out of shared memory and

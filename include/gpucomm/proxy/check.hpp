@@ -5,13 +5,9 @@
 // one is needed. Plain C++; host and device code include it.
 #include <cstdint>
 
+#include "gpucomm/base/hd.hpp"
 #include "gpucomm/proxy/descriptor.hpp"
 
-#if defined(__CUDACC__)
-#define GPUCOMM_PROXY_HD __host__ __device__
-#else
-#define GPUCOMM_PROXY_HD
-#endif
 
 namespace gpucomm::proxy {
 
@@ -27,17 +23,17 @@ struct CheckResult {
   Field field = Field::none;
 };
 
-GPUCOMM_PROXY_HD inline bool in_heap_range(int64_t off, uint64_t bytes, const HeapGeometry& g) {
+GPUCOMM_HD bool in_heap_range(int64_t off, uint64_t bytes, const HeapGeometry& g) {
   return off >= -g.control_bytes && off <= g.user_bytes && bytes <= static_cast<uint64_t>(g.user_bytes - off);
 }
 
-GPUCOMM_PROXY_HD inline CheckResult check_word(int64_t off, unsigned width, const HeapGeometry& g, Field f) {
+GPUCOMM_HD CheckResult check_word(int64_t off, unsigned width, const HeapGeometry& g, Field f) {
   if (!in_heap_range(off, width, g)) return {QueueFault::out_of_heap, f};
   if (off % static_cast<int64_t>(width) != 0) return {QueueFault::bad_size, f};
   return {};
 }
 
-GPUCOMM_PROXY_HD inline CheckResult check_descriptor(const Descriptor& d, const HeapGeometry& g) {
+GPUCOMM_HD CheckResult check_descriptor(const Descriptor& d, const HeapGeometry& g) {
   if (d.opcode == Opcode::nop) return {};
   if (static_cast<unsigned>(d.opcode) > static_cast<unsigned>(Opcode::last)) return {QueueFault::bad_opcode, Field::opcode};
   if (d.pe < 0 || d.pe >= g.num_pes) return {QueueFault::bad_pe, Field::pe};

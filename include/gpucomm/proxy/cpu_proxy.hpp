@@ -16,7 +16,7 @@
 #include "gpucomm/proxy/check.hpp"
 #include "gpucomm/proxy/descriptor.hpp"
 
-namespace gpucomm::bootstrap { class Bootstrap; }
+#include "gpucomm/core/liveness.hpp"
 
 namespace gpucomm::proxy {
 
@@ -28,7 +28,7 @@ struct CpuProxyOptions {
   std::vector<int> cpu_set;  // with no `cpus`: every thread may run on these (empty: anywhere)
   int64_t timeout_ms = 0;   // limit for draining at stop()
   int rank = -1;            // for messages
-  const bootstrap::Bootstrap* liveness = nullptr;  // the job; its failure stops the proxy
+  const JobLiveness* liveness = nullptr;  // the job; its failure stops the proxy
   int64_t idle_sleep_us = 50;  // longest sleep of an idle thread (latency after idling)
   int device = -1;             // CUDA device the threads make current (-1: none)
 };

@@ -33,6 +33,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "gpucomm/base/ops.hpp"
+
 namespace gpucomm::proxy {
 
 enum class Opcode : uint8_t {
@@ -42,13 +44,12 @@ enum class Opcode : uint8_t {
   get = 3,         // `bytes` from `remote` on pe into `local`
   signal = 4,      // SignalOp `op` of `value` on the signal word at `sig` on pe
   put_signal = 5,  // put, then (once the data is complete at the target) the signal
-  atomic = 6,      // AtomicOp `op` of `width` bytes on `remote` at pe, operand `value`, compare
-                   // value `compare`; the old value goes to `local` when it is non-zero
+  atomic = 6,      // gpucomm::AtomicOp `op` of `width` bytes on `remote` at pe, operand `value`,
+                   // compare value `compare` (the order of ops.hpp); the old value goes to `local`
+                   // when it is non-zero
   fence = 7,       // later entries of this queue to pe are performed after earlier ones
   last = fence
 };
-
-enum class AtomicOp : uint8_t { fetch, set, fetch_add, swap, compare_swap, fetch_and, fetch_or, fetch_xor, last = fetch_xor };
 
 enum class QueueFault : uint32_t {
   none = 0,
@@ -70,7 +71,7 @@ const char* field_name(Field f);
 // 64 bytes: one entry of the ring. Written by one producer, read by the agent.
 struct alignas(64) Descriptor {
   Opcode opcode;
-  uint8_t op;        // SignalOp (signal, put_signal) or AtomicOp (atomic)
+  uint8_t op;        // gpucomm::SignalOp (signal, put_signal) or gpucomm::AtomicOp (atomic)
   uint16_t width;    // atomic: 4 or 8
   int32_t pe;        // target PE
   int64_t remote;    // offset from the user part of pe's heap (negative: its control block)

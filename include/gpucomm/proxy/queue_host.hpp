@@ -7,13 +7,13 @@
 
 #include "gpucomm/proxy/descriptor.hpp"
 
-namespace gpucomm::bootstrap { class Bootstrap; }
+#include "gpucomm/core/liveness.hpp"
 
 namespace gpucomm::proxy {
 
 struct HostWait {
   int64_t timeout_ms = 0;                          // 0: no limit
-  const bootstrap::Bootstrap* liveness = nullptr;  // job to watch (may be null)
+  const JobLiveness* liveness = nullptr;  // job to watch (may be null)
   int rank = -1;                                   // for messages
 };
 

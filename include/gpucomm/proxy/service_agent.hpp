@@ -15,7 +15,7 @@
 #include "gpucomm/proxy/check.hpp"
 #include "gpucomm/proxy/queue.hpp"
 
-namespace gpucomm::bootstrap { class Bootstrap; }
+#include "gpucomm/core/liveness.hpp"
 
 namespace gpucomm::proxy {
 
@@ -25,7 +25,7 @@ struct ServiceAgentOptions {
   int64_t idle_us = 500;      // leave after this long without work (0: never leave)
   int64_t timeout_ms = 0;     // limit for stop()
   int rank = -1;              // for messages
-  const bootstrap::Bootstrap* liveness = nullptr;
+  const JobLiveness* liveness = nullptr;
 };
 
 class ServiceAgent {

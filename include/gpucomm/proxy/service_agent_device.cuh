@@ -6,23 +6,24 @@
 // its next ticket.
 //   poll      lane 0 acquires the stamp of the next ticket (below the doorbell when batching)
 //   execute   the warp copies with 16-byte vectors (put/get), lane 0 performs signals and atomics;
-//             put_signal: every lane fence.sc.sys, __syncwarp, then lane 0's release of the signal
-//   complete  every lane fence.sc.sys, __syncwarp, then lane 0 release-stores consumed and
-//             completed = ticket + 1 (in order, since the warp executes in order)
+//             put_signal: every lane fence.acq_rel.sys, __syncwarp, then lane 0's release of the
+//             signal (system scope: the target may be another GPU)
+//   complete  every lane fence.acq_rel.sys, __syncwarp, then lane 0 release-stores consumed and
+//             completed = ticket + 1 at device scope (in order, since the warp executes in order;
+//             the producers that poll them run on this GPU)
 //   fault     lane 0 records fault_ticket and fault_field, releases status, and the warp stops
 //             serving that queue
 //   stop      the host sets *stop; the warps finish what is posted, then return
-//   idle exit after idle_ns without work, warp 0 stores state = 0, fence.sc.gpu, and scans every
+//   idle exit after idle_ns without work, warp 0 stores state = 0, fence.sc.gpu (the store-then-
+//             load handshake of queue_device.cuh's wake), and scans every
 //             queue's next stamp: work found -> state = 1 and go on; none -> *leave = 1 and all
 //             warps return. A producer that posts later sees state == 0 (notify_agent) and asks
 //             the host, whose waker thread starts the kernel again. So the agent holds no SM while
 //             the application is quiet, and device-wide synchronizations (cudaFree,
 //             cudaDeviceSynchronize) wait at most idle_ns for it.
-#include <cuda/atomic>
-
-#include "gpucomm/device/copy_device.cuh"
-#include "gpucomm/device/detail_device.cuh"
-#include "gpucomm/proxy/atomic_apply_device.cuh"
+#include "gpucomm/base/copy_device.cuh"
+#include "gpucomm/base/group_device.cuh"
+#include "gpucomm/base/ordering_device.cuh"
 #include "gpucomm/proxy/check.hpp"
 #include "gpucomm/proxy/descriptor.hpp"
 
@@ -33,32 +34,21 @@ struct ServiceAgentParams {
   int num_queues;
   char* const* peer_bases;  // device array [num_pes]: user parts mapped on this GPU (nullptr: unreachable)
   HeapGeometry geometry;
-  const volatile uint32_t* stop;  // host-mapped: the host asks the agent to finish
-  unsigned long long* executed;   // device counter of entries executed
+  const uint32_t* stop;           // host-mapped: the host asks the agent to finish
+  uint64_t* executed;             // device counter of entries executed
   uint32_t* state;                // device: 1 while serving (set to 1 by the host before each launch)
   uint32_t* leave;                // device: warp 0's decision to exit (0 before each launch)
-  unsigned long long* last_work;  // device: %globaltimer of the last entry executed
+  uint64_t* last_work;            // device: %globaltimer of the last entry executed
   uint64_t idle_ns;               // 0: never leave
 };
 
 namespace agent_detail {
 
-using gpucomm::device::detail::load_acquire_sys;
-using gpucomm::device::detail::store_release_sys;
-
+// The fault's ticket and field, then the release of `status`: whoever sees the status sees both.
 __device__ inline void record_fault(const QueueView& q, uint64_t t, QueueFault f, Field field) {
-  *reinterpret_cast<volatile uint64_t*>(q.fault_ticket) = t;
-  *reinterpret_cast<volatile uint32_t*>(q.fault_field) = static_cast<uint32_t>(field);
-  __threadfence_system();
-  store_release_sys(q.status, static_cast<uint32_t>(f));
-}
-
-// A release at system scope: whatever this lane wrote or observed before is visible first.
-__device__ inline void signal(uint64_t* s, uint8_t op, uint64_t v) {
-  if (static_cast<SignalOp>(op) == SignalOp::set)
-    store_release_sys(s, v);
-  else
-    gpucomm::device::detail::add_release_sys(s, v);
+  mem::store<mem::kSystem>(q.fault_ticket, t, mem::relaxed);
+  mem::store<mem::kSystem>(q.fault_field, static_cast<uint32_t>(field), mem::relaxed);
+  mem::store<mem::kSystem>(q.status, static_cast<uint32_t>(f), mem::release);
 }
 
 // Executes one validated entry with the whole warp. Returns false when the PE is unreachable.
@@ -69,26 +59,27 @@ __device__ inline bool execute(const ServiceAgentParams& p, const Descriptor& d)
   switch (d.opcode) {
     case Opcode::put:
     case Opcode::put_signal:
-      gpucomm::device::detail::copy(coop::Warp{}, base + d.remote, reinterpret_cast<const void*>(d.local), d.bytes);
+      detail::copy(coop::Warp{}, base + d.remote, reinterpret_cast<const void*>(d.local), d.bytes);
       if (d.opcode == Opcode::put_signal) {
-        __threadfence_system();
-        __syncwarp();
-        if (lead) signal(reinterpret_cast<uint64_t*>(base + d.sig), d.op, d.value);
+        detail::publish_group(coop::Warp{});
+        if (lead) mem::signal<mem::kSystem>(reinterpret_cast<uint64_t*>(base + d.sig), static_cast<SignalOp>(d.op), d.value);
       }
       break;
     case Opcode::put_inline:
-      if (lead) gpucomm::device::detail::copy_small(base + d.remote, reinterpret_cast<const char*>(&d.value), d.bytes);
+      if (lead) detail::copy_small(base + d.remote, reinterpret_cast<const char*>(&d.value), d.bytes);
       break;
     case Opcode::get:
-      gpucomm::device::detail::copy(coop::Warp{}, reinterpret_cast<void*>(d.local), base + d.remote, d.bytes);
+      detail::copy(coop::Warp{}, reinterpret_cast<void*>(d.local), base + d.remote, d.bytes);
       break;
     case Opcode::signal:
-      if (lead) signal(reinterpret_cast<uint64_t*>(base + d.sig), d.op, d.value);
+      if (lead) mem::signal<mem::kSystem>(reinterpret_cast<uint64_t*>(base + d.sig), static_cast<SignalOp>(d.op), d.value);
       break;
     case Opcode::atomic:
       if (lead) {
-        const uint64_t old = apply_atomic_device(base + d.remote, d.width, static_cast<AtomicOp>(d.op), d.value, d.compare);
-        if (d.local) *reinterpret_cast<volatile uint64_t*>(d.local) = old;
+        const uint64_t old =
+            mem::apply_atomic<mem::kSystem>(base + d.remote, d.width, static_cast<AtomicOp>(d.op), d.value, d.compare, mem::acq_rel);
+        // Read by the producer after it acquires `completed`, which is released after this store.
+        if (d.local) mem::store<mem::kSystem>(reinterpret_cast<uint64_t*>(d.local), old, mem::relaxed);
       }
       break;
     case Opcode::fence:
@@ -100,55 +91,53 @@ __device__ inline bool execute(const ServiceAgentParams& p, const Descriptor& d)
 // Whether this agent failed `q` (it then consumed the bad entry without completing it). Device
 // memory only, unlike `status`, which the host reads and may sit in host memory.
 __device__ __forceinline__ bool failed(const QueueView& q) {
-  return *reinterpret_cast<volatile uint64_t*>(q.consumed) != *reinterpret_cast<volatile uint64_t*>(q.completed);
+  return mem::load<mem::kDevice>(q.consumed, mem::relaxed) != mem::load<mem::kDevice>(q.completed, mem::relaxed);
 }
 
 // Serves queue `q` once: executes up to `budget` ready entries; returns how many.
 __device__ inline int serve_queue(const ServiceAgentParams& p, const QueueView& q, int budget) {
   const bool lead = (threadIdx.x & 31u) == 0;
   if (failed(q)) return 0;
-  uint64_t t = *reinterpret_cast<volatile uint64_t*>(q.completed);
-  const uint64_t limit = q.doorbell_every ? load_acquire_sys(q.doorbell) : ~uint64_t(0);
+  uint64_t t = mem::load<mem::kDevice>(q.completed, mem::relaxed);  // written by this warp only
+  const uint64_t limit = q.doorbell_every ? mem::load<mem::kSystem>(q.doorbell, mem::acquire) : ~uint64_t(0);
   int n = 0;
   for (; n < budget && t < limit; ++n, ++t) {
     const Descriptor* slot = &q.ring[static_cast<uint32_t>(t) & (q.capacity - 1)];
     bool ready = false;
-    if (lead) ready = load_acquire_sys(&slot->stamp) == t + 1;
+    if (lead) ready = mem::load<mem::kSystem>(&slot->stamp, mem::acquire) == t + 1;
     ready = __shfl_sync(0xffffffffu, ready, 0);
     if (!ready) break;
-    __syncwarp();  // the other lanes read the entry after lane 0's acquire
+    __syncwarp();  // the other lanes read the entry after lane 0's acquire (causality through the barrier)
     Descriptor d;
     const int4* s4 = reinterpret_cast<const int4*>(slot);
     int4* d4 = reinterpret_cast<int4*>(&d);
 #pragma unroll
-    for (int i = 0; i < 4; ++i) d4[i] = __ldcv(s4 + i);  // not from L1: the producer may be another SM
+    for (int i = 0; i < 4; ++i) d4[i] = s4[i];
     const CheckResult r = check_descriptor(d, p.geometry);
     const bool ok = r.fault == QueueFault::none && (d.opcode == Opcode::nop || execute(p, d));
     if (!ok) {
       // Complete what came before, then fail the queue at this ticket.
-      __threadfence_system();
-      __syncwarp();
+      detail::publish_group(coop::Warp{});
       if (lead) {
-        store_release_sys(q.completed, t);
-        store_release_sys(q.consumed, t + 1);
+        mem::store<mem::kSystem>(q.completed, t, mem::release);
+        mem::store<mem::kSystem>(q.consumed, t + 1, mem::release);
         record_fault(q, t, r.fault == QueueFault::none ? QueueFault::unreachable : r.fault,
                      r.fault == QueueFault::none ? Field::pe : r.field);
-        if (n) atomicAdd(p.executed, static_cast<unsigned long long>(n));
+        if (n) mem::red_add<mem::kDevice>(p.executed, static_cast<uint64_t>(n), mem::relaxed);
       }
       __syncwarp();
       return n;
     }
   }
   if (n > 0) {
-    __threadfence_system();  // every lane's copies are complete before the completion
-    __syncwarp();
+    detail::publish_group(coop::Warp{});  // every lane's copies are visible before the completion
     if (lead) {
       // Every lane's copies were fenced at system scope before the warp barrier; the producers that
-      // read these words run on this GPU, so a release at GPU scope publishes them.
-      cuda::atomic_ref<uint64_t, cuda::thread_scope_device>(*q.consumed).store(t, cuda::std::memory_order_release);
-      cuda::atomic_ref<uint64_t, cuda::thread_scope_device>(*q.completed).store(t, cuda::std::memory_order_release);
-      atomicAdd(p.executed, static_cast<unsigned long long>(n));
-      atomicMax(p.last_work, static_cast<unsigned long long>(gpucomm::device::detail::globaltimer()));
+      // read these words run on this GPU, so a release at device scope publishes them.
+      mem::store<mem::kDevice>(q.consumed, t, mem::release);
+      mem::store<mem::kDevice>(q.completed, t, mem::release);
+      mem::red_add<mem::kDevice>(p.executed, static_cast<uint64_t>(n), mem::relaxed);
+      mem::fetch_max<mem::kDevice>(p.last_work, mem::globaltimer(), mem::relaxed);
     }
   }
   __syncwarp();
@@ -160,26 +149,26 @@ __device__ inline bool any_posted(const ServiceAgentParams& p) {
   for (int qi = 0; qi < p.num_queues; ++qi) {
     const QueueView& q = p.queues[qi];
     if (failed(q)) continue;
-    const uint64_t t = *reinterpret_cast<volatile uint64_t*>(q.completed);
-    if (q.doorbell_every && load_acquire_sys(q.doorbell) <= t) continue;
-    if (load_acquire_sys(&q.ring[static_cast<uint32_t>(t) & (q.capacity - 1)].stamp) == t + 1) return true;
+    const uint64_t t = mem::load<mem::kDevice>(q.completed, mem::relaxed);
+    if (q.doorbell_every && mem::load<mem::kSystem>(q.doorbell, mem::acquire) <= t) continue;
+    if (mem::load<mem::kSystem>(&q.ring[static_cast<uint32_t>(t) & (q.capacity - 1)].stamp, mem::acquire) == t + 1) return true;
   }
   return false;
 }
 
 // Warp 0: after idle_ns without work, leave unless a producer posted meanwhile (see the top).
 __device__ inline bool decide_to_leave(const ServiceAgentParams& p) {
-  const uint64_t now = gpucomm::device::detail::globaltimer();
-  if (p.idle_ns == 0 || now - *reinterpret_cast<volatile unsigned long long*>(p.last_work) < p.idle_ns) return false;
+  const uint64_t now = mem::globaltimer();
+  if (p.idle_ns == 0 || now - mem::load<mem::kDevice>(p.last_work, mem::relaxed) < p.idle_ns) return false;
   bool leave = false;
   if ((threadIdx.x & 31u) == 0) {
-    cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(*p.state).store(0u, cuda::std::memory_order_relaxed);
-    asm volatile("fence.sc.gpu;" ::: "memory");
+    mem::store<mem::kDevice>(p.state, 0u, mem::relaxed);
+    mem::fence<mem::kDevice>(mem::seq_cst);  // store-then-load: see queue_device.cuh's wake handshake
     if (any_posted(p)) {
-      cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(*p.state).store(1u, cuda::std::memory_order_relaxed);
-      atomicMax(p.last_work, static_cast<unsigned long long>(now));
+      mem::store<mem::kDevice>(p.state, 1u, mem::relaxed);
+      mem::fetch_max<mem::kDevice>(p.last_work, now, mem::relaxed);
     } else {
-      cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(*p.leave).store(1u, cuda::std::memory_order_relaxed);
+      mem::store<mem::kDevice>(p.leave, 1u, mem::relaxed);
       leave = true;
     }
   }
@@ -191,7 +180,7 @@ __device__ inline void serve(const ServiceAgentParams& p) {
   const int warps_per_block = static_cast<int>(blockDim.x / 32);
   const int warp = static_cast<int>(blockIdx.x) * warps_per_block + static_cast<int>(threadIdx.x / 32);
   const int total = static_cast<int>(gridDim.x) * warps_per_block;
-  if (warp == 0 && threadIdx.x == 0) atomicMax(p.last_work, static_cast<unsigned long long>(gpucomm::device::detail::globaltimer()));
+  if (warp == 0 && threadIdx.x == 0) mem::fetch_max<mem::kDevice>(p.last_work, mem::globaltimer(), mem::relaxed);
   if (warp >= p.num_queues && warp != 0) return;
   uint32_t idle = 0;
   for (;;) {
@@ -201,8 +190,8 @@ __device__ inline void serve(const ServiceAgentParams& p) {
       idle = 0;
       continue;
     }
-    const bool stopping = *p.stop != 0;
-    const bool leaving = cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(*p.leave).load(cuda::std::memory_order_relaxed) != 0;
+    const bool stopping = mem::load<mem::kSystem>(p.stop, mem::relaxed) != 0;
+    const bool leaving = mem::load<mem::kDevice>(p.leave, mem::relaxed) != 0;
     if (stopping || leaving) {
       // Finish what was posted: one more pass that finds nothing ready.
       int more = 0;

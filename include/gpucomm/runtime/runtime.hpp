@@ -11,7 +11,8 @@
 #include <vector>
 
 #include "gpucomm/bootstrap/bootstrap.hpp"
-#include "gpucomm/device/handle.hpp"
+#include "gpucomm/base/handle.hpp"
+#include "gpucomm/base/ops.hpp"
 #include "gpucomm/heap/symmetric_heap.hpp"
 #include "gpucomm/runtime/team.hpp"
 
@@ -19,12 +20,17 @@ struct CUstream_st;
 
 namespace gpucomm {
 
+namespace detail {
+struct ProxyState;
+}
+namespace proxy {
+struct Descriptor;
+}
+
 // A CUDA stream (cudaStream_t), declared here so that this header does not need CUDA's.
 using Stream = ::CUstream_st*;
 
 enum class PeKind { host, gpu };
-
-const char* cmp_name(Cmp c);
 
 // A user buffer made reachable from every PE of the node (Runtime::register_buffer).
 struct RegisteredBuffer {
@@ -117,8 +123,8 @@ class Runtime {
   uint64_t signal_fetch(const uint64_t* sig);
   // Waits until the local symmetric word satisfies `cmp value`; returns the value seen.
   // Raises Errc::timeout (after GPUCOMM_TIMEOUT) or Errc::peer_failure with who waited for what.
-  template <class T> T wait_until(T* ivar, Cmp cmp, T value);
-  template <class T> bool test(T* ivar, Cmp cmp, T value);
+  template <class T> T wait_until(T* ivar, Cmp cmp, std::type_identity_t<T> value);
+  template <class T> bool test(T* ivar, Cmp cmp, std::type_identity_t<T> value);
 
   // Atomics on `pe`'s copy of a symmetric word (T: int32_t, uint32_t, int64_t, uint64_t).
   template <class T> T atomic_fetch(const T* dst, int pe);
@@ -143,8 +149,16 @@ class Runtime {
 
   // ---- GPU PEs ----
   // What kernels need to use the device API (gpucomm/device/gpucomm_device.cuh); pass it by
-  // value. Raises Errc::unsupported on host-memory PEs.
-  DeviceHandle device_handle() const;
+  // value. Raises Errc::unsupported on host-memory PEs. The inline call passes the version of the
+  // headers the caller was compiled with: a mismatch with the library raises
+  // Errc::invalid_argument instead of handing kernels a handle they would misread.
+  DeviceHandle device_handle() const { return device_handle_checked(kHandleVersion, sizeof(DeviceHandle)); }
+  DeviceHandle device_handle_checked(uint32_t header_version, size_t header_bytes) const;
+  // `team` as kernels see it (gpucomm/base/team.hpp; device::barrier(c, h, team)). On GPU
+  // PEs its member table is device memory; on host-memory PEs host memory. The TeamHandle stays
+  // valid while the Team lives. Versions are checked as for device_handle().
+  TeamHandle device_team(const Team& team) const { return device_team_checked(team, kHandleVersion, sizeof(TeamHandle)); }
+  TeamHandle device_team_checked(const Team& team, uint32_t header_version, size_t header_bytes) const;
   // Raises the failure a kernel of this PE recorded (a device wait that timed out: Errc::timeout;
   // a checked-mode argument fault: Errc::invalid_argument), naming rank, operation, address,
   // expected and seen values, block and thread. Does nothing when no failure was recorded.
@@ -174,9 +188,10 @@ class Runtime {
   void finalize();
   void check_sym(const void* sym, size_t bytes, int pe, const char* op) const;  // PE and heap range
   char* remote(const void* sym, size_t bytes, int pe, const char* op) const;      // ... and the mapping
-  template <class T> T host_atomic(proxy::AtomicOp op, const T* dst, T a, T b, int pe, const char* name);
+  template <class T> T host_atomic(AtomicOp op, const T* dst, T a, T b, int pe, const char* name);
   void check_pe(int pe, const char* op) const;
   Team make_team(int slot, std::vector<int> members);
+  void reset_team_slot(Team::State& s);  // device_team.cpp
   void host_barrier(Team::State& t);
   // GPU PEs (gpu_rma.cpp)
   void gpu_init();
@@ -185,8 +200,8 @@ class Runtime {
   void gpu_copy(void* dst, const void* src, size_t bytes, const char* op);
   void gpu_signal(uint64_t* sig, uint64_t value, SignalOp op, int pe);
   bool gpu_all_reachable() const;
-  uint64_t gpu_atomic(int kind, unsigned width, void* dst, uint64_t a, uint64_t b, int pe, const char* name);
-  void gpu_device_barrier();
+  uint64_t gpu_atomic(AtomicOp op, unsigned width, void* dst, uint64_t operand, uint64_t compare, int pe, const char* name);
+  void gpu_device_barrier(const Team& team);
   template <class T> T gpu_wait_until(T* ivar, Cmp cmp, T value);
   // Proxy layer (proxy_setup.cpp, proxy_ops.cpp)
   void proxy_init(const RuntimeOptions& opts);
@@ -202,8 +217,7 @@ class Runtime {
   std::unique_ptr<GpuState> gpu_;
   struct AllocatorState;
   std::unique_ptr<AllocatorState> alloc_;
-  struct ProxyState;
-  std::unique_ptr<ProxyState> proxy_;
+  std::unique_ptr<detail::ProxyState> proxy_;
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1, num_nodes_ = 1;
   std::vector<int> node_of_;
   PeKind kind_ = PeKind::host;

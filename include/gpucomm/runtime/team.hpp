@@ -1,6 +1,8 @@
 #pragma once
 // A team: an ordered subset of the world's PEs. Teams are values (cheap to copy); the world
-// and node-local teams come with the runtime, others from Runtime::split.
+// and node-local teams come with the runtime, others from Runtime::split. Each live team holds
+// one of kMaxTeams (64) synchronization slots on every member PE: the world slot 0, the node
+// slot 1, and up to 62 split teams alive at once. Runtime::device_team gives kernels a TeamHandle.
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -28,6 +30,7 @@ class Team {
     uint64_t barrier_epoch = 0;  // host-PE dissemination barrier count on this PE
     uint64_t collective_seq = 0;  // names of the team's bootstrap collectives
     std::shared_ptr<std::atomic<uint64_t>> slots;  // the runtime's slot bitmap; freed on destruction
+    std::shared_ptr<const int32_t> device_members;  // GPU PEs: the member table in device memory
     ~State() {
       if (slots && id >= 2) slots->fetch_and(~(uint64_t(1) << id));
     }

@@ -17,13 +17,17 @@
 #include <string>
 #include <vector>
 
-#include "gpucomm/proxy/descriptor.hpp"
+#include "gpucomm/base/handle.hpp"
+#include "gpucomm/base/ops.hpp"
 
-namespace gpucomm::bootstrap { class Bootstrap; }
+namespace gpucomm::bootstrap {
+class Bootstrap;
+}
 
 namespace gpucomm::transport {
 
-enum class Kind { automatic, direct, proxy_cpu, proxy_gpu, ucx };
+// The device handle carries it (DeviceHandle::transport).
+using Kind = TransportKind;
 
 const char* kind_name(Kind k);
 // Parses "auto", "direct", "proxy-cpu", "proxy-gpu", "ucx"; raises Errc::invalid_argument naming
@@ -66,7 +70,7 @@ class Remote {
   virtual void put(int pe, uint64_t dst_offset, const void* src, size_t bytes, Completion c) = 0;
   virtual void get(void* dst, int pe, uint64_t src_offset, size_t bytes, Completion c) = 0;
   // AtomicOp `op` on a 4- or 8-byte word; stores the old value at `result` when non-null.
-  virtual void atomic(int pe, uint64_t offset, proxy::AtomicOp op, unsigned width, uint64_t operand,
+  virtual void atomic(int pe, uint64_t offset, AtomicOp op, unsigned width, uint64_t operand,
                       uint64_t compare, uint64_t* result, Completion c) = 0;
   // Later operations to `pe` are performed at the target after earlier ones (data before signal).
   virtual void fence(int pe) = 0;

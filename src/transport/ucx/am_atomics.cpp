@@ -10,7 +10,7 @@
 #include <atomic>
 #include <cstring>
 
-#include "../../proxy/host_copy_executor.hpp"
+#include "gpucomm/base/ordering_host.hpp"
 #include "gpucomm/core/log.hpp"
 #include "remote.hpp"
 #include "ucx_status.hpp"
@@ -74,7 +74,7 @@ void UcxRemote::register_atomic_handlers() {
   }
 }
 
-void UcxRemote::send_atomic(Op* op, Peer& p, uint64_t offset, proxy::AtomicOp aop, uint64_t operand, uint64_t compare) {
+void UcxRemote::send_atomic(Op* op, Peer& p, uint64_t offset, AtomicOp aop, uint64_t operand, uint64_t compare) {
   AtomicRequest rq{};
   rq.token = static_cast<uint64_t>(op->index) << 32 | op->generation;
   rq.offset = offset;
@@ -98,12 +98,12 @@ void UcxRemote::serve_atomic(const void* header, size_t bytes, const ucp_am_recv
   std::memcpy(&rq, header, sizeof rq);
   AtomicReply rp{};
   rp.token = rq.token;
-  const bool ok = (rq.width == 4 || rq.width == 8) && rq.op <= static_cast<uint32_t>(proxy::AtomicOp::last) &&
+  const bool ok = (rq.width == 4 || rq.width == 8) && rq.op <= static_cast<uint32_t>(AtomicOp::last) &&
                   rq.offset % rq.width == 0 && rq.offset < heap_bytes_ && rq.width <= heap_bytes_ - rq.offset;
   if (ok) {
     char* word = heap_base_ + rq.offset;
-    const auto op = static_cast<proxy::AtomicOp>(rq.op);
-    rp.old = proxy::apply_host_atomic(word, rq.width, op, rq.operand, rq.compare);
+    const auto op = static_cast<AtomicOp>(rq.op);
+    rp.old = mem::host_apply_atomic(word, rq.width, op, rq.operand, rq.compare);
   } else {
     rp.status = 1;
   }

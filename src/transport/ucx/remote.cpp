@@ -8,6 +8,7 @@
 
 #include "exchange.hpp"
 #include "gpucomm/bootstrap/bootstrap.hpp"
+#include "gpucomm/core/format.hpp"
 #include "gpucomm/core/log.hpp"
 #include "polling.hpp"
 #include "ucx_status.hpp"
@@ -35,12 +36,6 @@ void on_ep_error(void* arg, ucp_ep_h, ucs_status_t status) {
   p->owner->on_endpoint_error(*p, status);
 }
 
-std::string hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 void check_context(const RemoteContext& ctx) {
   if (ctx.size != ctx.bootstrap->size() || ctx.rank != ctx.bootstrap->rank())
     raise_arg(kOpen, "ctx.rank/ctx.size",
@@ -58,7 +53,7 @@ struct UcxAtomic {
   bool fetches;  // UCX needs a reply buffer
 };
 
-// By proxy::AtomicOp.
+// By AtomicOp.
 constexpr UcxAtomic kUcxAtomics[] = {
     {UCP_ATOMIC_OP_ADD, true},    // fetch: adds 0
     {UCP_ATOMIC_OP_SWAP, true},   // set: the old value is dropped
@@ -69,7 +64,7 @@ constexpr UcxAtomic kUcxAtomics[] = {
     {UCP_ATOMIC_OP_OR, false},    // fetch_or
     {UCP_ATOMIC_OP_XOR, false},   // fetch_xor
 };
-static_assert(std::size(kUcxAtomics) == static_cast<size_t>(proxy::AtomicOp::last) + 1);
+static_assert(std::size(kUcxAtomics) == static_cast<size_t>(AtomicOp::last) + 1);
 
 void store_word(unsigned char* to, uint64_t v, unsigned width) {
   if (width == 4) {
@@ -303,12 +298,12 @@ void UcxRemote::get(void* dst, int pe, uint64_t src_offset, size_t bytes, Comple
   if (!op->local_pending) finish(op, UCS_OK);
 }
 
-void UcxRemote::atomic(int pe, uint64_t offset, proxy::AtomicOp aop, unsigned width, uint64_t operand, uint64_t compare,
+void UcxRemote::atomic(int pe, uint64_t offset, AtomicOp aop, unsigned width, uint64_t operand, uint64_t compare,
                        uint64_t* result, Completion c) {
   constexpr const char* call = "ucx atomic";
   if (width != 4 && width != 8)
     raise_arg(who(call, pe), "width", std::to_string(width) + " bytes; atomics work on 4- and 8-byte words");
-  if (aop > proxy::AtomicOp::last)
+  if (aop > AtomicOp::last)
     raise_arg(who(call, pe), "op", "AtomicOp " + std::to_string(static_cast<unsigned>(aop)) + " does not exist");
   Peer& p = target(pe, offset, width, call, "offset");
   if (offset % width != 0 || (p.base + offset) % width != 0)
@@ -327,17 +322,17 @@ void UcxRemote::atomic(int pe, uint64_t offset, proxy::AtomicOp aop, unsigned wi
 // UCX's own atomics, for heaps in device memory (the target's CPU cannot operate on them; UCX
 // uses the network adapter's atomics). The reply buffer receives the old value; operations
 // without a result or completion flag are posted and complete with a flush, like puts.
-void UcxRemote::atomic_native(Op* op, Peer& p, uint64_t offset, proxy::AtomicOp aop, uint64_t operand,
+void UcxRemote::atomic_native(Op* op, Peer& p, uint64_t offset, AtomicOp aop, uint64_t operand,
                               uint64_t compare) {
   const UcxAtomic u = kUcxAtomics[static_cast<size_t>(aop)];
   const bool fetching = u.fetches || op->result || op->done;
   if (!fetching) op->kind = OpKind::put;
   const unsigned width = op->width;
-  if (aop == proxy::AtomicOp::compare_swap) {
+  if (aop == AtomicOp::compare_swap) {
     store_word(op->operand, compare, width);  // compared with the target word
     store_word(op->reply, operand, width);    // stored when equal; replaced by the old value
   } else {
-    store_word(op->operand, aop == proxy::AtomicOp::fetch ? 0 : operand, width);
+    store_word(op->operand, aop == AtomicOp::fetch ? 0 : operand, width);
   }
   ucp_request_param_t prm = request_param(op);
   prm.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;

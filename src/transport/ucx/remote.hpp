@@ -65,7 +65,7 @@ class UcxRemote final : public Remote {
   const char* name() const override { return "ucx"; }
   void put(int pe, uint64_t dst_offset, const void* src, size_t bytes, Completion c) override;
   void get(void* dst, int pe, uint64_t src_offset, size_t bytes, Completion c) override;
-  void atomic(int pe, uint64_t offset, proxy::AtomicOp op, unsigned width, uint64_t operand, uint64_t compare,
+  void atomic(int pe, uint64_t offset, AtomicOp op, unsigned width, uint64_t operand, uint64_t compare,
               uint64_t* result, Completion c) override;
   void fence(int pe) override;
   void flush() override;
@@ -88,10 +88,10 @@ class UcxRemote final : public Remote {
   void launch(Op* op, Peer& p, ucs_status_ptr_t sp, const char* call);
   [[noreturn]] void raise_send_error(Peer& p, const char* call, ucs_status_t s);
   void order(Peer& p, bool active_message, const char* call);
-  void atomic_native(Op* op, Peer& p, uint64_t offset, proxy::AtomicOp aop, uint64_t operand, uint64_t compare);
+  void atomic_native(Op* op, Peer& p, uint64_t offset, AtomicOp aop, uint64_t operand, uint64_t compare);
   // am_atomics.cpp
   void register_atomic_handlers();
-  void send_atomic(Op* op, Peer& p, uint64_t offset, proxy::AtomicOp aop, uint64_t operand, uint64_t compare);
+  void send_atomic(Op* op, Peer& p, uint64_t offset, AtomicOp aop, uint64_t operand, uint64_t compare);
   // completion.cpp
   void finish(Op* op, ucs_status_t status);
   void complete_now(uint64_t* done);

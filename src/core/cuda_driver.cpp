@@ -4,9 +4,10 @@
 
 #include <mutex>
 
+#include "gpucomm/core/cuda_check.hpp"
 #include "gpucomm/core/error.hpp"
 
-namespace gpucomm::heap {
+namespace gpucomm {
 namespace {
 
 template <class F>
@@ -56,11 +57,17 @@ void check_cu(CUresult r, const char* call, const std::string& detail) {
   raise(Errc::cuda, call, detail + ": " + (text ? text : "error " + std::to_string(static_cast<int>(r))));
 }
 
-void check_cuda(int e, const char* call, const std::string& detail) {
-  if (e == cudaSuccess) return;
+std::string cuda_error_text(int e) {
   auto err = static_cast<cudaError_t>(e);
-  (void)cudaGetLastError();
-  raise(Errc::cuda, call, detail + ": " + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ")");
+  return std::string(cudaGetErrorName(err)) + " (" + cudaGetErrorString(err) + ")";
 }
 
-}  // namespace gpucomm::heap
+void check_cuda(int e, const char* call, const std::string& detail) {
+  if (e == cudaSuccess) return;
+  (void)cudaGetLastError();
+  raise(Errc::cuda, call, (detail.empty() ? std::string() : detail + ": ") + cuda_error_text(e));
+}
+
+void check_last_launch(const std::string& what) { check_cuda(cudaGetLastError(), "kernel launch", what); }
+
+}  // namespace gpucomm

@@ -1,12 +1,14 @@
 #pragma once
-// A small streaming JSON writer: compact output, commas placed automatically, strings escaped
-// per RFC 8259 (invalid UTF-8 bytes become U+FFFD so that the output is always valid JSON).
+// The one JSON writer of gpucomm (reports, benchmark results, topology): streaming, compact
+// output, commas placed automatically, strings escaped per RFC 8259 (invalid UTF-8 bytes become
+// U+FFFD so that the output is always valid JSON), non-finite numbers written as null. Misuse
+// (a value without a key inside an object, unbalanced brackets) raises Errc::internal.
 #include <concepts>
 #include <string>
 #include <string_view>
 #include <vector>
 
-namespace gpucomm::topology {
+namespace gpucomm {
 
 class JsonWriter {
  public:
@@ -16,17 +18,26 @@ class JsonWriter {
   JsonWriter& end_array();
   // Inside an object, every value is preceded by key().
   JsonWriter& key(std::string_view k);
+  JsonWriter& begin_object(std::string_view k) { return key(k).begin_object(); }
+  JsonWriter& begin_array(std::string_view k) { return key(k).begin_array(); }
 
   JsonWriter& value(std::string_view s);
   JsonWriter& value(const char* s) { return value(std::string_view(s)); }
   JsonWriter& value(const std::string& s) { return value(std::string_view(s)); }
   JsonWriter& value(bool b);
+  JsonWriter& value(double d);  // shortest text that reads back exactly; NaN and infinities: null
   template <std::integral T>
     requires(!std::same_as<T, bool>)
   JsonWriter& value(T v) {
     return raw(std::to_string(v));
   }
   JsonWriter& null();
+  // key(k).value(v) and key(k).null().
+  template <class T>
+  JsonWriter& field(std::string_view k, const T& v) {
+    return key(k).value(v);
+  }
+  JsonWriter& null_field(std::string_view k) { return key(k).null(); }
 
   // The text written so far; complete once every object and array is closed.
   const std::string& str() const { return out_; }
@@ -49,4 +60,4 @@ class JsonWriter {
   bool after_key_ = false;
 };
 
-}  // namespace gpucomm::topology
+}  // namespace gpucomm

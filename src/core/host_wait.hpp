@@ -8,8 +8,8 @@
 #include <string>
 #include <thread>
 
-#include "gpucomm/bootstrap/bootstrap.hpp"
 #include "gpucomm/core/error.hpp"
+#include "gpucomm/core/liveness.hpp"
 
 namespace gpucomm::detail {
 
@@ -23,7 +23,7 @@ inline void cpu_relax() {
 
 // `b` may be null (no job to watch: unit tests of the queues, agents without a runtime).
 template <class Ready, class Describe>
-void host_wait(Ready&& ready, const bootstrap::Bootstrap* b, int64_t timeout_ms, Describe&& describe) {
+void host_wait(Ready&& ready, const JobLiveness* b, int64_t timeout_ms, Describe&& describe) {
   if (ready()) return;
   const auto start = std::chrono::steady_clock::now();
   for (uint64_t spins = 1;; ++spins) {
@@ -48,7 +48,7 @@ void host_wait(Ready&& ready, const bootstrap::Bootstrap* b, int64_t timeout_ms,
 }
 
 template <class Ready, class Describe>
-void host_wait(Ready&& ready, const bootstrap::Bootstrap& b, int64_t timeout_ms, Describe&& describe) {
+void host_wait(Ready&& ready, const JobLiveness& b, int64_t timeout_ms, Describe&& describe) {
   host_wait(static_cast<Ready&&>(ready), &b, timeout_ms, static_cast<Describe&&>(describe));
 }
 

@@ -4,9 +4,9 @@
 // Misaligned heads and short tails go by narrower words.
 #include <cstdint>
 
-#include "gpucomm/device/coop.cuh"
+#include "gpucomm/base/coop.cuh"
 
-namespace gpucomm::device::detail {
+namespace gpucomm::detail {
 
 inline constexpr int kUnroll = 8;
 
@@ -70,4 +70,4 @@ __device__ inline void copy(Coop c, void* dst, const void* src, size_t bytes) {
   }
 }
 
-}  // namespace gpucomm::device::detail
+}  // namespace gpucomm::detail

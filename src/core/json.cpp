@@ -1,11 +1,13 @@
-#include "json_writer.hpp"
+#include "gpucomm/core/json.hpp"
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 
 #include "gpucomm/core/error.hpp"
 
-namespace gpucomm::topology {
+namespace gpucomm {
 namespace {
 
 // Length of the valid UTF-8 sequence starting at s[i], or 0 if it is not valid
@@ -121,4 +123,15 @@ JsonWriter& JsonWriter::value(std::string_view s) { return raw(quote(s)); }
 JsonWriter& JsonWriter::value(bool b) { return raw(b ? "true" : "false"); }
 JsonWriter& JsonWriter::null() { return raw("null"); }
 
-}  // namespace gpucomm::topology
+JsonWriter& JsonWriter::value(double d) {
+  if (!std::isfinite(d)) return null();
+  // The shortest of %.15g, %.16g, %.17g that reads back as the same double.
+  char buf[32];
+  for (int precision = 15; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, d);
+    if (std::strtod(buf, nullptr) == d) break;
+  }
+  return raw(buf);
+}
+
+}  // namespace gpucomm

@@ -1,15 +1,17 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 
 #include "gpucomm/core/error.hpp"
+#include "gpucomm/core/json.hpp"
 #include "json_check.hpp"
-#include "json_writer.hpp"
 
-namespace gpucomm::topology {
+namespace gpucomm {
 namespace {
 
+using gpucomm::testing::JsonParser;
 using gpucomm::testing::JsonValue;
 using gpucomm::testing::parse_json;
 
@@ -95,5 +97,26 @@ TEST(JsonCheck, RejectsInvalidText) {
   }
 }
 
+TEST(JsonWriter, DoublesReadBackExactlyAndNonFiniteIsNull) {
+  JsonWriter w;
+  w.begin_array().value(0.1).value(1.0 / 3.0).value(1e300).value(-0.0).value(std::numeric_limits<double>::quiet_NaN());
+  w.value(std::numeric_limits<double>::infinity()).end_array();
+  JsonValue v;
+  ASSERT_TRUE(JsonParser(w.str()).parse(&v)) << w.str();
+  ASSERT_EQ(v.items.size(), 6u);
+  EXPECT_EQ(std::strtod(v.items[0].text.c_str(), nullptr), 0.1);
+  EXPECT_EQ(std::strtod(v.items[1].text.c_str(), nullptr), 1.0 / 3.0);
+  EXPECT_EQ(std::strtod(v.items[2].text.c_str(), nullptr), 1e300);
+  EXPECT_EQ(v.items[4].kind, JsonValue::null);
+  EXPECT_EQ(v.items[5].kind, JsonValue::null);
+  EXPECT_EQ(w.str().substr(0, 5), "[0.1,");
+}
+
+TEST(JsonWriter, FieldAndKeyedContainers) {
+  JsonWriter w;
+  w.begin_object().field("a", 1).field("b", "x").null_field("c").begin_array("d").value(true).end_array().end_object();
+  EXPECT_EQ(w.str(), R"({"a":1,"b":"x","c":null,"d":[true]})");
+}
+
 }  // namespace
-}  // namespace gpucomm::topology
+}  // namespace gpucomm

@@ -5,7 +5,9 @@
 
 #include <string>
 
-namespace gpucomm::heap {
+#include "gpucomm/core/cuda_check.hpp"
+
+namespace gpucomm {
 
 struct CudaDriver {
   decltype(&::cuMemGetAllocationGranularity) mem_get_allocation_granularity = nullptr;
@@ -29,7 +31,5 @@ struct CudaDriver {
 const CudaDriver& cuda_driver();
 // Raises Errc::cuda with the driver's error text when r is not CUDA_SUCCESS.
 void check_cu(CUresult r, const char* call, const std::string& detail);
-// Raises Errc::cuda with the runtime's error text when e is not cudaSuccess.
-void check_cuda(int e, const char* call, const std::string& detail);
 
-}  // namespace gpucomm::heap
+}  // namespace gpucomm
