@@ -172,21 +172,23 @@ __global__ void k_atomic_storm(DeviceHandle h, uint64_t* counter, int pe, int it
 // Barriers: before each barrier every PE writes the round into its slot on the right
 // neighbour; after it, the slot written by the left neighbour must hold that round.
 template <class Coop>
-__global__ void k_barriers(DeviceHandle h, uint64_t* slots, int rounds, int kind, uint64_t* errors) {
+__global__ void k_barriers(DeviceHandle h, TeamHandle t, uint64_t* slots, int rounds, int kind, uint64_t* errors) {
   Coop c;
-  const int right = (h.rank + 1) % h.size, left = (h.rank - 1 + h.size) % h.size;
+  const int me = team_world_rank(t, t.rank);
+  const int right = team_world_rank(t, (t.rank + 1) % t.size), left = team_world_rank(t, (t.rank - 1 + t.size) % t.size);
+  auto barrier = [&] {
+    if (kind == 0) device::barrier_master(c, h);
+    else if (kind == 1) device::barrier_dissemination(c, h);
+    else if (kind == 2) device::barrier_all(c, h);
+    else device::barrier(c, h, t);
+  };
   uint64_t bad = 0;
   for (int r = 1; r <= rounds; ++r) {
-    if (coop::thread_rank(c) == 0) device::p(h, &slots[h.rank], static_cast<uint64_t>(r), right);
-    if (kind == 0) device::barrier_master(c, h);
-    else if (kind == 1) device::barrier_dissemination(c, h);
-    else device::barrier_all(c, h);
-    uint64_t seen = *reinterpret_cast<volatile uint64_t*>(&slots[left]);
+    if (coop::thread_rank(c) == 0) device::p(h, &slots[me], static_cast<uint64_t>(r), right);
+    barrier();
+    const uint64_t seen = mem::load<mem::kSystem>(&slots[left], mem::relaxed);
     if (coop::thread_rank(c) == 0 && seen != static_cast<uint64_t>(r)) ++bad;
-    // nobody overwrites the slot before everyone read it
-    if (kind == 0) device::barrier_master(c, h);
-    else if (kind == 1) device::barrier_dissemination(c, h);
-    else device::barrier_all(c, h);
+    barrier();  // nobody overwrites the slot before everyone read it
   }
   if (coop::thread_rank(c) == 0) *errors = bad;
 }

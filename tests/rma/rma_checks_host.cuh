@@ -256,11 +256,14 @@ template <class Coop>
 void check_barriers(Ctx& c) {
   Runtime& rt = c.rt;
   auto* slots = static_cast<uint64_t*>(rt.calloc(static_cast<size_t>(c.n), sizeof(uint64_t)));
-  const char* kinds[3] = {"barrier_master", "barrier_dissemination", "barrier_all"};
-  for (int kind = 0; kind < 3; ++kind) {
+  const char* kinds[5] = {"barrier_master", "barrier_dissemination", "barrier_all", "barrier(world team)", "barrier(reversed team)"};
+  // A split team in reverse order: its own slot and counters, ring neighbours swapped.
+  Team reversed = rt.split(rt.world(), 0, -rt.rank());
+  for (int kind = 0; kind < 5; ++kind) {
     RMA_CUDA(cudaMemset(slots, 0, sizeof(uint64_t) * static_cast<size_t>(c.n)));
     rt.barrier_all();
-    k_barriers<Coop><<<1, coop_threads<Coop>(), 0, c.s>>>(c.h, slots, 200, kind, c.res);
+    const TeamHandle team = rt.device_team(kind == 4 ? reversed : rt.world());
+    k_barriers<Coop><<<1, coop_threads<Coop>(), 0, c.s>>>(c.h, team, slots, 200, kind < 4 ? kind : 3, c.res);
     RMA_LAUNCHED();
     c.sync();
     uint64_t bad = c.results(1)[0];

@@ -24,6 +24,45 @@ namespace {
 
 uint64_t seed_for(int rank) { return testing::pe_seed(rank); }
 
+// A team as kernels see it agrees with the host Team: size, rank, world ranks both ways, and one
+// slot per team shared by all its members, distinct from every other live team's.
+void check_team_handle(Runtime& rt, const Team& t, const char* what) {
+  const TeamHandle h = rt.device_team(t);
+  validate_handle(h, what);
+  PE_CHECK(h.size == t.size() && h.rank == t.rank() && h.slot == t.id(), "%s: handle size/rank/slot", what);
+  for (int i = 0; i < t.size(); ++i) {
+    PE_CHECK(team_world_rank(h, i) == t.world_rank(i), "%s: member %d is %d, expected %d", what, i, team_world_rank(h, i), t.world_rank(i));
+    PE_CHECK(team_rank_of(h, t.world_rank(i)) == i, "%s: rank of world %d", what, t.world_rank(i));
+  }
+  for (int r = 0; r < rt.size(); ++r) PE_CHECK((team_rank_of(h, r) >= 0) == (t.team_rank(r) >= 0), "%s: membership of %d", what, r);
+  // Every member holds the same slot (gathered over the world with the team's first member as key).
+  auto all = rt.bootstrap().allgather(std::to_string(t.world_rank(0)) + ":" + std::to_string(h.slot));
+  for (int r = 0; r < rt.size(); ++r)
+    if (t.team_rank(r) >= 0)
+      PE_CHECK(all[static_cast<size_t>(r)] == all[static_cast<size_t>(rt.rank())], "%s: slot %s on rank %d, %s here", what,
+               all[static_cast<size_t>(r)].c_str(), r, all[static_cast<size_t>(rt.rank())].c_str());
+  // A handle made against other headers is refused.
+  bool refused = false;
+  try {
+    rt.device_team_checked(t, kHandleVersion + 1, sizeof(TeamHandle));
+  } catch (const Error& e) {
+    refused = e.code() == Errc::invalid_argument && std::string(e.what()).find("rebuild it against this library's headers") != std::string::npos;
+  }
+  PE_CHECK(refused, "%s: a TeamHandle of another version was not refused", what);
+}
+
+void check_device_teams(Runtime& rt, const Team& half) {
+  check_team_handle(rt, rt.world(), "world");
+  check_team_handle(rt, rt.node(), "node");
+  check_team_handle(rt, half, "odd/even reversed");
+  // A permutation that is no arithmetic progression for 3 PEs and more: the member table.
+  const int n = rt.size();
+  Team shuffled = rt.split(rt.world(), 0, (rt.rank() * 5 + 3) % n == 0 ? -1 : (rt.rank() * 7) % (n + 1));
+  check_team_handle(rt, shuffled, "shuffled");
+  PE_CHECK(shuffled.id() != half.id() && shuffled.id() != rt.world().id(), "live teams share slot %d", shuffled.id());
+  rt.barrier(shuffled);
+}
+
 // Rank, size, teams, bootstrap collectives.
 void scenario_bootstrap(Runtime& rt) {
   auto all = rt.bootstrap().allgather(std::to_string(rt.rank() * 7));
@@ -42,6 +81,7 @@ void scenario_bootstrap(Runtime& rt) {
     rt.barrier(half);
     rt.barrier_all();
   }
+  check_device_teams(rt, half);
   rt.bootstrap().barrier();
 }
 
