@@ -1,7 +1,7 @@
 #pragma once
 // The GPU service agent's loop (the kernel is in src/proxy/service_agent.cu): persistent warps
 // that serve descriptor queues of GPU producers with SM copies into the peers' mapped heaps - a
-// stand-in for a GPU command processor (seed 003's ComP-Net). Warp w of W serves queues w, w + W,
+// stand-in for a GPU command processor (ComP-Net, LeBeane et al., docs/REFERENCES.md). Warp w of W serves queues w, w + W,
 // ... For each queue it keeps no state of its own: `completed` (written only by this warp) is
 // its next ticket.
 //   poll      lane 0 acquires the stamp of the next ticket (below the doorbell when batching)

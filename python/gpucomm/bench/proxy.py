@@ -139,7 +139,7 @@ def targets(runs: dict, pes: int) -> list[str]:
     gpu_rate = point(runs.get("direct"), "p_msg_rate", "thread", 8, 132)
     cpu_rate = point(runs.get("direct"), "host_copy_rate", "cpu_async_copy", 8)
     if gpu_rate and cpu_rate:
-        out.append(f"  small messages GPU-issued (stores) vs CPU-issued (cudaMemcpyAsync), seed 001's 4.5x: {gpu_rate:.1f} / "
+        out.append(f"  small messages GPU-issued (stores) vs CPU-issued (cudaMemcpyAsync), GPUrdma's 4.5x: {gpu_rate:.1f} / "
                    f"{cpu_rate:.3f} Mops/s = {gpu_rate / cpu_rate:.0f}x" + ("" if pes == 2 else " (stores to its own memory)"))
     gpu_proxy = point(runs.get("proxy-cpu/host-ring"), "p_msg_rate", "thread", 8, 32)
     cpu_api = point(runs.get("proxy-cpu/host-ring"), "host_p_rate", "host_api", 8)

@@ -62,11 +62,11 @@ def register(sub) -> None:
     prog.add_argument("--no-progress", dest="progress", action="store_false", help="never draw a progress bar")
     a.set_defaults(func=_analyze)
 
-    d = cmds.add_parser("dnn-model", help="data- vs model-parallel DNN training model (seed 000 §4.5)",
-                        description="Reproduces the speedups of seed 000 Table 4.3 from its per-batch computation "
+    d = cmds.add_parser("dnn-model", help="data- vs model-parallel DNN training model (Klenk's thesis §4.5)",
+                        description="Reproduces the speedups of Table 4.3 of Klenk's thesis from its per-batch computation "
                                     "and communication times, and evaluates the analytic data-/model-parallel "
                                     "efficiency model of §4.5.3 for the nets of Table 4.4. Defaults are the "
-                                    "seed's values.")
+                                    "thesis's values.")
     from gpucomm.trace import dnn
     t = dnn.TABLE_4_3
     d.add_argument("--gpus", type=_int_list, default=t["gpus"], help="GPU counts (default 2,4,8)")
@@ -136,10 +136,10 @@ def _dnn_model(args) -> int:
             print(text)
             return 0
         Path(args.json).write_text(text + "\n")
-    print(f"Data-parallel training, measured times (seed 000 Table 4.3); single GPU {t1:.1f} ms per batch")
+    print(f"Data-parallel training, measured times (Table 4.3 of Klenk's thesis); single GPU {t1:.1f} ms per batch")
     print(f"{'GPUs':>5} {'comp ms':>8} {'comm ms':>8} {'comp/comm':>9} {'speedup w/o comm':>17} {'speedup with comm':>18}")
     for k, r in enumerate(rows):
-        ref = f"  (seed {seed['speedup_without_communication'][k]:.2f} / {seed['speedup_with_communication'][k]:.2f})" if seed else ""
+        ref = f"  (thesis {seed['speedup_without_communication'][k]:.2f} / {seed['speedup_with_communication'][k]:.2f})" if seed else ""
         print(f"{r.gpus:>5} {r.computation_ms:>8.1f} {r.communication_ms:>8.1f} {r.ratio:>9.2f} "
               f"{r.speedup_without:>17.2f} {r.speedup_with:>18.2f}{ref}")
     print()

@@ -1,4 +1,4 @@
-"""The deep-learning communication models of seed 000 §4.5.
+"""The deep-learning communication models of section 4.5 of Klenk's thesis (docs/REFERENCES.md).
 
 1. Measured speedups (Table 4.3, data-parallel AlexNet on Kepler K80 GPUs): with a single-GPU
    time per batch T1 and, on n GPUs, computation C_n and communication M_n per batch,
@@ -6,7 +6,7 @@
    (no overlap of computation and communication). The table does not print T1; by default it is
    taken as the mean of speedup_without_n x C_n over the table's columns (about 1318 ms).
 
-2. Analytic efficiency (§4.5.3): batch N, per-sample work F, GPU rate P, link bandwidth B,
+2. Analytic efficiency (§4.5.3 of the thesis): batch N, per-sample work F, GPU rate P, link bandwidth B,
    weights W, activations A (4-byte floats), n GPUs:
        t_serial = N F / P,   t_parallel = t_serial / n + t_comm
        data parallel:  fully connected t_comm = 4 W / B,        ring 4 (n-1) W / B
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Seed 000 Table 4.3 (published values, rounded as printed).
+# Klenk's thesis, Table 4.3 (published values, rounded as printed).
 TABLE_4_3 = {
     "gpus": [2, 4, 8],
     "effective_batch": [64, 32, 16],
@@ -28,7 +28,7 @@ TABLE_4_3 = {
     "speedup_with_communication": [1.60, 1.97, 1.69],
 }
 
-# Seed 000 Table 4.4: parameters (weights), neurons (activations), FLOPs per sample.
+# Klenk's thesis, Table 4.4: parameters (weights), neurons (activations), FLOPs per sample.
 NETS = {
     "AlexNet": (60e6, 0.7e6, 0.72e9),
     "VGG-16": (138e6, 14e6, 15.3e9),
