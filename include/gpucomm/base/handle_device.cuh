@@ -80,11 +80,14 @@ __device__ __forceinline__ uint32_t job_failed(const DeviceHandle& h) {
 }
 
 // Periodic part of every wait loop: leaves with a record naming the failed PE once the job has
-// failed, or with a timeout record past the handle's limit. `start` is the wait's first poll.
+// failed (when `check_job`: the job-state word lives in host memory, and thousands of waiters
+// reading it over PCIe slow down everything sharing their SMs, so callers read it at a lower
+// cadence than the clock), or with a timeout record past the handle's limit. `start` is the
+// wait's first poll.
 __device__ inline void wait_check(const DeviceHandle& h, uint64_t start, DeviceOp op, int peer, const void* addr, Cmp cmp,
-                                  uint64_t expected, uint64_t seen, uint32_t queue = 0) {
+                                  uint64_t expected, uint64_t seen, uint32_t queue = 0, bool check_job = true) {
   const uint64_t waited = mem::globaltimer() - start;
-  if (const uint32_t f = job_failed(h))
+  if (const uint32_t f = check_job ? job_failed(h) : 0u)
     fail(h, DeviceFault::aborted, op, peer, addr, cmp, expected, static_cast<uint64_t>(f - 1), waited, queue);
   if (h.timeout_ns != 0 && waited > h.timeout_ns) fail(h, DeviceFault::timeout, op, peer, addr, cmp, expected, seen, waited, queue);
 }
@@ -100,7 +103,7 @@ __device__ inline T wait(const DeviceHandle& h, const T* addr, Cmp cmp, T value,
     seen = mem::load<S>(addr, mem::acquire);
     if (compare(seen, cmp, value)) return seen;
     if ((i & 1023u) == 0)
-      wait_check(h, start, op, peer, addr, cmp, static_cast<uint64_t>(value), static_cast<uint64_t>(seen));
+      wait_check(h, start, op, peer, addr, cmp, static_cast<uint64_t>(value), static_cast<uint64_t>(seen), 0, (i & 8191u) == 0);
   }
 }
 

@@ -62,7 +62,7 @@ __device__ inline uint64_t wait_queue_word(const DeviceHandle& h, const QueueVie
     if (i > 32) __nanosleep(i > 1024 ? 1000 : 64);
     if ((i & 255u) == 0) {
       if (mem::load<mem::kSystem>(q.status, mem::relaxed) != 0) fail_queue(h, q, op, pe);
-      detail::wait_check(h, start, op, pe, nullptr, Cmp::ge, target, seen, q.queue_id + 1);
+      detail::wait_check(h, start, op, pe, nullptr, Cmp::ge, target, seen, q.queue_id + 1, (i & 4095u) == 0);
     }
   }
 }
