@@ -162,14 +162,15 @@ if [ "$ngpu" -ge 2 ] && echo "$gpu_name" | grep -q H200; then export GPUCOMM_TES
 run_step configure cmake --preset release -DPython_EXECUTABLE="$PY" -DGPUCOMM_WARNINGS_AS_ERRORS=OFF || true
 run_step build cmake --build --preset release -j "$(nproc)" || { echo "build failed"; }
 
-declare -A spent_tests spent_bench
+declare -A spent_tests spent_bench layer_note
 if ((${#layers[@]})); then
   # Layer by layer: the GPU tests of tests/LAYER one at a time, then the layer's benchmarks.
-  for l in "${layers[@]}"; do spent_tests[$l]=0 spent_bench[$l]=0; done
+  for l in "${layers[@]}"; do spent_tests[$l]=0 spent_bench[$l]=0 layer_note[$l]=""; done
   if [ "$tests" = 1 ] && [ -d "$build" ]; then
     for l in "${layers[@]}"; do
       if [ ! -f "$build/tests/$l/CTestTestfile.cmake" ]; then
-        echo "=== gpu-$l: no tests/$l in this build, skipped" | tee -a "$log"; continue
+        echo "=== gpu-$l: no tests/$l in this build, skipped" | tee -a "$log"
+        layer_note[$l]+=" (no tests yet)"; continue
       fi
       run_step "gpu-$l" ctest --test-dir "$build/tests/$l" -L gpu --output-on-failure \
         --output-junit "$raw/ctest-gpu-$l-junit.xml" --timeout 300
@@ -198,7 +199,8 @@ if ((${#layers[@]})); then
         elif [ -f "scripts/gpu-bench.d/$n.sh" ]; then
           run_step "bench-$n" bash "scripts/gpu-bench.d/$n.sh" "$raw" "$build"
         else
-          echo "=== bench-$n: no scripts/gpu-bench.d/$n.sh yet, skipped" | tee -a "$log"; continue
+          echo "=== bench-$n: no scripts/gpu-bench.d/$n.sh yet, skipped" | tee -a "$log"
+          layer_note[$l]+=" (no $n benchmark yet)"; continue
         fi
         spent_bench[$l]=$(( spent_bench[$l] + last_dt ))
       done
@@ -211,7 +213,7 @@ if ((${#layers[@]})); then
     (( spent_tests[$l] > budget_tests[$l] )) && over+=" OVER(tests)"
     (( spent_bench[$l] > budget_bench[$l] )) && over+=" OVER(bench)"
     layer_rows+=("$(printf '%-12s %5ss / %3ss %7ss / %3ss %s' "$l" "${spent_tests[$l]}" "${budget_tests[$l]}" \
-      "${spent_bench[$l]}" "${budget_bench[$l]}" "$over")")
+      "${spent_bench[$l]}" "${budget_bench[$l]}" "$over${layer_note[$l]}")")
     printf '%s\t%s\t%s\t%s\t%s\n' "$l" "${spent_tests[$l]}" "${budget_tests[$l]}" "${spent_bench[$l]}" \
       "${budget_bench[$l]}" >>"$raw/layers.tsv"
   done
@@ -246,11 +248,11 @@ else
 fi
 
 "$PY" - "$raw" "$out/summary.json" "${rows[@]}" <<'PY'
-import json, sys, os, glob, re, datetime, subprocess
+import json, sys, os, glob, re, datetime, shutil, subprocess
 raw, dest, rows = sys.argv[1], sys.argv[2], sys.argv[3:]
 summary = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
            "commit": os.environ.get("GPU_CHECK_COMMIT") or subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip(),
-           "machine": subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True).stdout.strip().splitlines(),
+           "machine": subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True).stdout.strip().splitlines() if shutil.which("nvidia-smi") else [],
            "steps": rows, "benchmarks": {}}
 import xml.etree.ElementTree as ET
 junits = sorted(glob.glob(os.path.join(raw, "ctest*-junit.xml")))
@@ -287,7 +289,7 @@ echo "gpu-check summary ($ngpu GPU(s): $gpu_name)"
 printf '%s\n' "${rows[@]}"
 if ((${#layers[@]})); then
   echo
-  echo "per layer on $gpu_name (measured / budget; OVER flags a layer past its budget, not a failure)"
+  echo "per layer on ${gpu_name:-no GPU} (measured / budget; OVER flags a layer past its budget, not a failure)"
   printf '%-12s %15s %16s\n' layer "gpu tests" "quick bench"
   printf '%s\n' "${layer_rows[@]}"
 fi
