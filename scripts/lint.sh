@@ -1,25 +1,29 @@
 #!/usr/bin/env bash
 # Formatting and static analysis with the pinned clang-format and clang-tidy (exact versions in
 # scripts/lint-requirements.txt; installed from PyPI into .deps/lint-venv when missing or changed).
-#   scripts/lint.sh [--fix] [--format-only] [--tidy-only] [--build-dir DIR] [--jobs N]
-#                   [--report FILE] [--analyzer] [FILE ...]
+#   scripts/lint.sh [--fix] [--tidy-fix] [--format-only] [--tidy-only] [--build-dir DIR]
+#                   [--jobs N] [--report FILE] [--analyzer] [FILE ...]
 # clang-format: every tracked *.cpp *.hpp *.h *.cu *.cuh file (or the FILEs given) against
 #   .clang-format; prints the files that differ. --fix rewrites them in place instead.
 # clang-tidy: the checks of .clang-tidy, warnings as errors, on every tracked .cpp and .cu file
 #   of the build DIR's compile_commands.json (default build/ci, configured with
 #   `cmake --preset ci` when it has none); .cu files with clang-CUDA flags (scripts/lint_tidy.py).
-#   --report FILE writes the findings grouped by check. --fix does not apply tidy fixes.
-#   --analyzer adds the clang static analyzer's core, cplusplus, deadcode and unix groups (slow).
+#   --report FILE writes the findings grouped by check. --analyzer adds the clang static
+#   analyzer's core, cplusplus, deadcode and unix groups (slow). --tidy-fix applies the sound
+#   automatic fixes (braces, nullptr, override, unused using-declarations, reserve; each once
+#   however many files include a header), then reformats as --fix does; run scripts/lint.sh
+#   again to see what is left.
 # Exits 1 on any format difference or tidy finding, 2 on a usage or set-up error.
 # Environment: PYTHON (python3), JOBS (default 2), CUDA_PATH (default /usr/local/cuda).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-fix=0 do_format=1 do_tidy=1 build=build/ci report="" extra_checks="" files=()
+fix=0 tidy_fix=0 do_format=1 do_tidy=1 build=build/ci report="" extra_checks="" files=()
 jobs=${JOBS:-2}
-usage() { sed -n '2,14p' "$0"; }
+usage() { sed -n '2,17p' "$0"; }
 while (($#)); do
   case "$1" in
     --fix) fix=1 ;;
+    --tidy-fix) tidy_fix=1 fix=1 ;;
     --format-only) do_tidy=0 ;;
     --tidy-only) do_format=0 ;;
     --build-dir) build=${2:?--build-dir needs a folder}; shift ;;
@@ -68,7 +72,8 @@ echo "clang-tidy $("$clang_tidy" --version | grep -m1 -o "version [0-9.]*")"
 status=0
 
 # --- clang-format ----------------------------------------------------------------------------
-if [ "$do_format" = 1 ]; then
+run_format() {
+  local fmt_files bad
   if ((${#files[@]})); then
     mapfile -t fmt_files < <(printf '%s\n' "${files[@]}" | grep -E '\.(cpp|hpp|h|cu|cuh)$' || true)
   else
@@ -92,10 +97,11 @@ if [ "$do_format" = 1 ]; then
       echo "clang-format: ${#fmt_files[@]} file(s) ok"
     fi
   fi
-fi
+}
 
 # --- clang-tidy ------------------------------------------------------------------------------
-if [ "$do_tidy" = 1 ]; then
+run_tidy() {  # [fixes folder]
+  local tidy_files=() f rc=0
   if [ ! -f "$build/compile_commands.json" ]; then
     if [ "$build" = build/ci ]; then
       cmake --preset ci -DPython_EXECUTABLE="$(command -v "$PY")" >/dev/null
@@ -103,18 +109,35 @@ if [ "$do_tidy" = 1 ]; then
       echo "[lint] $build/compile_commands.json missing: configure that build first" >&2; exit 2
     fi
   fi
-  tidy_files=()
   for f in "${files[@]}"; do
     case "$f" in *.cpp|*.cu) tidy_files+=("$f") ;; esac
   done
   if ((${#files[@]})) && ! ((${#tidy_files[@]})); then
     echo "clang-tidy: no .cpp or .cu file among the files given"
-  else
-    rc=0
-    "$PY" scripts/lint_tidy.py --clang-tidy "$clang_tidy" --build-dir "$build" --jobs "$jobs" \
-      --cuda-path "${CUDA_PATH:-/usr/local/cuda}" ${report:+--report "$report"} \
-      ${extra_checks:+--checks "$extra_checks"} "${tidy_files[@]}" || rc=$?
-    [ "$rc" = 0 ] || status=$(( rc > status ? rc : status ))
+    return
   fi
+  "$PY" scripts/lint_tidy.py --clang-tidy "$clang_tidy" --build-dir "$build" --jobs "$jobs" \
+    --cuda-path "${CUDA_PATH:-/usr/local/cuda}" ${report:+--report "$report"} \
+    ${extra_checks:+"--checks=$extra_checks"} ${1:+--export-fixes "$1"} "${tidy_files[@]}" || rc=$?
+  [ "$rc" = 0 ] || status=$(( rc > status ? rc : status ))
+}
+
+if [ "$tidy_fix" = 1 ]; then
+  # Only checks whose automatic fix is sound. Not bugprone-implicit-widening-of-multiplication-
+  # result: its fix casts the product, which silences the check and keeps the overflow; do the
+  # multiplication in the wide type by hand.
+  extra_checks="-*,readability-braces-around-statements,modernize-use-nullptr,modernize-use-override"
+  extra_checks+=",misc-unused-using-decls,performance-inefficient-vector-operation"
+  fixes=$(mktemp -d)
+  trap 'rm -rf "$fixes"' EXIT
+  run_tidy "$fixes"
+  [ "$status" -lt 2 ] || exit "$status"
+  "$(dirname "$clang_tidy")/clang-apply-replacements" --format --style=file "$fixes"
+  echo "clang-tidy: automatic fixes applied"
+  run_format
+  echo "run scripts/lint.sh again to see what is left"
+  exit 0
 fi
+[ "$do_format" = 0 ] || run_format
+[ "$do_tidy" = 0 ] || run_tidy
 exit $status

@@ -13,7 +13,7 @@ Findings in headers are reported once, however many files include them. Prints o
 finding (path:line:col: check: message) and exits 1 if there is any, 2 on usage errors.
 
   lint_tidy.py --clang-tidy BIN --build-dir DIR [--jobs N] [--report FILE] [--checks MORE_GLOBS]
-               [--cuda-path DIR] [FILE ...]
+               [--cuda-path DIR] [--export-fixes DIR] [FILE ...]
 """
 import argparse
 import collections
@@ -82,11 +82,13 @@ def host_args(entry):
     return out
 
 
-def tidy_command(tidy, entry, build_dir, cuda_path, checks, header_filter):
+def tidy_command(tidy, entry, build_dir, cuda_path, checks, header_filter, fixes_yaml):
     f = entry["file"]
     cmd = [tidy, "--quiet", f"--header-filter={header_filter}"]
     if checks:
         cmd.append(f"--checks={checks}")
+    if fixes_yaml:
+        cmd.append(f"--export-fixes={fixes_yaml}")
     # Compiler warnings are the build's business; -w keeps them out of clang-tidy's output.
     if f.endswith(".cu"):
         return cmd + [f, "--"] + cuda_args(entry, cuda_path) + ["-w"]
@@ -112,6 +114,8 @@ def main():
     ap.add_argument("--cuda-path", default=os.environ.get("CUDA_PATH", "/usr/local/cuda"))
     ap.add_argument("--checks", default="", help="globs appended to the checks of .clang-tidy")
     ap.add_argument("--report", help="also write the findings grouped by check to this file")
+    ap.add_argument("--export-fixes", metavar="DIR",
+                    help="write each file's automatic fixes into DIR (for clang-apply-replacements)")
     ap.add_argument("files", nargs="*", help="only these sources (default: every tracked one in the build)")
     a = ap.parse_args()
     a.build_dir = os.path.abspath(a.build_dir)
@@ -156,8 +160,12 @@ def main():
     failures = []  # files clang-tidy could not process at all (crash, bad flags)
     t0 = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
-        futs = {pool.submit(run_one, tidy_command(a.clang_tidy, e, a.build_dir, a.cuda_path, a.checks, header_filter),
-                            e["directory"]): e for e in entries}
+        if a.export_fixes:
+            os.makedirs(a.export_fixes, exist_ok=True)
+        futs = {pool.submit(run_one, tidy_command(a.clang_tidy, e, a.build_dir, a.cuda_path, a.checks, header_filter,
+                                                  a.export_fixes and os.path.join(os.path.abspath(a.export_fixes),
+                                                                                  f"{i}.yaml")),
+                            e["directory"]): e for i, e in enumerate(entries)}
         for fut in concurrent.futures.as_completed(futs):
             rc, out, dt = fut.result()
             src, n = futs[fut]["file"], 0
