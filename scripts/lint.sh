@@ -58,10 +58,11 @@ if ! cmp -s "$req" "$venv/lint-requirements.txt" || ! find_tool clang-format >/d
   rm -rf "$venv"
   mkdir -p .deps
   if "$PY" -m venv "$venv" >/dev/null 2>&1; then
-    "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$req"
+    pip_cmd=("$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$req")
   else  # no venv module (Debian without python3-venv): a private target folder does as well
-    "$PY" -m pip install -q --disable-pip-version-check --target "$venv/site" -r "$req"
+    pip_cmd=("$PY" -m pip install -q --disable-pip-version-check --target "$venv/site" -r "$req")
   fi
+  "${pip_cmd[@]}" || { echo "[lint] could not install the pinned tools from PyPI" >&2; rm -rf "$venv"; exit 2; }
   cp "$req" "$venv/lint-requirements.txt"
 fi
 clang_format=$(find_tool clang-format) || { echo "[lint] clang-format missing from $venv" >&2; exit 2; }

@@ -84,6 +84,7 @@ if [ "$lint" != 0 ]; then
   step lint "lint: clang-format and clang-tidy (scripts/lint.sh; GPUCOMM_LINT=0 skips)"
   bash scripts/lint.sh --build-dir build/ci --jobs "$JOBS" --report build/ci/lint-tidy.txt || failed+=("lint")
 else
+  end_step
   echo; echo "=== lint skipped (GPUCOMM_LINT=0)"
 fi
 
