@@ -77,7 +77,9 @@ std::string gpu_unavailable_reason() {
   return {};
 }
 
-std::string device_name() { return gm::gpu_name(); }
+std::string device_name() {
+  return gm::gpu_name();
+}
 
 Timing time_engine(gm::Engine e, const std::vector<gm::Batch>& jobs, const gm::RunOptions& opt, int iters,
                    double budget_s) {
@@ -112,7 +114,7 @@ QueueTiming time_queue(uint32_t warps, uint32_t nq, uint32_t ops, int iters) {
   uint32_t cap = 32;
   while (cap < per_queue) cap <<= 1;
   std::vector<Queue> hq(nq);
-  uint32_t *slots;
+  uint32_t* slots;
   unsigned long long *stamps, *words;
   gm::QueueControl* control;
   Queue* dq;

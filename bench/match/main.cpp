@@ -14,13 +14,13 @@
 
 #include "gpu_bench.hpp"
 #include "gpucomm/core/error.hpp"
+#include "gpucomm/core/json.hpp"
 #include "gpucomm/matching/checker.hpp"
 #include "gpucomm/matching/engine.hpp"
 #include "gpucomm/matching/list_matcher.hpp"
 #include "gpucomm/matching/oracle.hpp"
 #include "gpucomm/matching/snapshot.hpp"
 #include "gpucomm/matching/workload.hpp"
-#include "gpucomm/core/json.hpp"
 
 namespace gm = gpucomm::matching;
 namespace gb = gpucomm::bench;
@@ -294,18 +294,30 @@ int main(int argc, char** argv) {
   try {
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
-      if (a == "--quick") o.quick = true;
-      else if (a == "--json") o.json = need(i);
-      else if (a == "--replay") o.replay = need(i);
-      else if (a == "--lengths") for (auto& s : split(need(i))) o.lengths.push_back(static_cast<uint32_t>(std::stoul(s)));
-      else if (a == "--multiplicities") for (auto& s : split(need(i))) o.multiplicities.push_back(std::stod(s));
-      else if (a == "--engines") o.engines = split(need(i));
-      else if (a == "--iters") o.iters = std::stoi(need(i));
-      else if (a == "--budget") o.budget_s = std::stod(need(i));
-      else if (a == "--jobs-elems") o.jobs_elems = static_cast<uint32_t>(std::stoul(need(i)));
-      else if (a == "--seed") o.seed = std::stoull(need(i));
-      else if (a == "--no-queue") o.queue = false;
-      else if (a == "--no-gpu") o.no_gpu = true;
+      if (a == "--quick")
+        o.quick = true;
+      else if (a == "--json")
+        o.json = need(i);
+      else if (a == "--replay")
+        o.replay = need(i);
+      else if (a == "--lengths")
+        for (auto& s : split(need(i))) o.lengths.push_back(static_cast<uint32_t>(std::stoul(s)));
+      else if (a == "--multiplicities")
+        for (auto& s : split(need(i))) o.multiplicities.push_back(std::stod(s));
+      else if (a == "--engines")
+        o.engines = split(need(i));
+      else if (a == "--iters")
+        o.iters = std::stoi(need(i));
+      else if (a == "--budget")
+        o.budget_s = std::stod(need(i));
+      else if (a == "--jobs-elems")
+        o.jobs_elems = static_cast<uint32_t>(std::stoul(need(i)));
+      else if (a == "--seed")
+        o.seed = std::stoull(need(i));
+      else if (a == "--no-queue")
+        o.queue = false;
+      else if (a == "--no-gpu")
+        o.no_gpu = true;
       else if (a == "-h" || a == "--help") {
         usage();
         return 0;
@@ -328,8 +340,9 @@ int main(int argc, char** argv) {
   }
   if (o.engines.empty()) o.engines = {"cpu", "mpi", "no_unexpected", "partitioned", "hash"};
   if (o.lengths.empty())
-    o.lengths = o.quick ? std::vector<uint32_t>{2, 64, 256, 1024, 4096, 32768}
-                        : std::vector<uint32_t>{2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768};
+    o.lengths = o.quick
+                    ? std::vector<uint32_t>{2, 64, 256, 1024, 4096, 32768}
+                    : std::vector<uint32_t>{2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768};
   if (o.multiplicities.empty())
     o.multiplicities = o.quick ? std::vector<double>{0.0, 0.12} : std::vector<double>{0.0, 0.06, 0.12, 0.5};
   if (o.iters <= 0) o.iters = o.quick ? 5 : 20;
@@ -339,8 +352,10 @@ int main(int argc, char** argv) {
   std::string gpu_why = o.no_gpu ? "disabled with --no-gpu" : gb::gpu_unavailable_reason();
   const bool gpu = gpu_why.empty();
   const std::string device = gpu ? gb::device_name() : "";
-  if (gpu) std::printf("device: %s\n", device.c_str());
-  else std::printf("GPU engines and queue benchmarks SKIPPED: %s. Only the CPU list matcher runs.\n", gpu_why.c_str());
+  if (gpu)
+    std::printf("device: %s\n", device.c_str());
+  else
+    std::printf("GPU engines and queue benchmarks SKIPPED: %s. Only the CPU list matcher runs.\n", gpu_why.c_str());
 
   Bench bench(o);
   std::mt19937_64 rng(o.seed);
@@ -384,9 +399,10 @@ int main(int argc, char** argv) {
     int sms = 0;
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
     const uint32_t full = static_cast<uint32_t>(std::max(sms, 1)) * 32;
-    std::vector<uint32_t> warps = o.quick ? std::vector<uint32_t>{32, 1024, full}
-                                          : std::vector<uint32_t>{1, 32, 256, 1024, 2048, full};
-    std::vector<uint32_t> queues = o.quick ? std::vector<uint32_t>{1, 32, 128} : std::vector<uint32_t>{1, 8, 32, 128, 512};
+    std::vector<uint32_t> warps =
+        o.quick ? std::vector<uint32_t>{32, 1024, full} : std::vector<uint32_t>{1, 32, 256, 1024, 2048, full};
+    std::vector<uint32_t> queues =
+        o.quick ? std::vector<uint32_t>{1, 32, 128} : std::vector<uint32_t>{1, 8, 32, 128, 512};
     std::printf("\n%-8s %-7s %16s %16s %14s %14s  %s\n", "warps", "queues", "enqueue elem/s", "dequeue elem/s",
                 "enq lat us", "deq lat us", "verified");
     for (uint32_t w : warps) {
@@ -394,8 +410,8 @@ int main(int argc, char** argv) {
         if (q > w) continue;
         try {
           auto r = gb::time_queue(w, q, o.quick ? 16 : 64, o.quick ? 3 : 10);
-          std::printf("%-8u %-7u %16.4g %16.4g %14.3f %14.3f  %s\n", w, q, r.enqueue_elems_per_s,
-                      r.dequeue_elems_per_s, r.enqueue_latency_us, r.dequeue_latency_us, r.verified ? "yes" : "NO");
+          std::printf("%-8u %-7u %16.4g %16.4g %14.3f %14.3f  %s\n", w, q, r.enqueue_elems_per_s, r.dequeue_elems_per_s,
+                      r.enqueue_latency_us, r.dequeue_latency_us, r.verified ? "yes" : "NO");
           if (!r.verified) ++bench.failures;
           bench.queue_rows.push_back(r);
         } catch (const std::exception& e) {
@@ -417,8 +433,10 @@ int main(int argc, char** argv) {
         .field("command_line", cmdline)
         .field("quick", o.quick)
         .field("seed", static_cast<long long>(o.seed));
-    if (gpu) j.field("device", device);
-    else j.null_field("device");
+    if (gpu)
+      j.field("device", device);
+    else
+      j.null_field("device");
     j.field("gpu_skipped", !gpu).field("gpu_skipped_reason", gpu_why);
     write_rows(j, "matching", bench.rows);
     write_rows(j, "replay", replay_rows);

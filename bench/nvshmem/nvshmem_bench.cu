@@ -42,7 +42,8 @@ __global__ void k_p_pingpong(int* flag, int iters, int base) {
   }
 }
 
-__global__ void k_putmem_signal_pingpong(char* buf, const char* src, size_t bytes, uint64_t* sig, int iters, uint64_t base) {
+__global__ void k_putmem_signal_pingpong(char* buf, const char* src, size_t bytes, uint64_t* sig, int iters,
+                                         uint64_t base) {
   const int me = nvshmem_my_pe(), peer = 1 - me;
   for (int i = 1; i <= iters; ++i) {
     const uint64_t v = base + static_cast<uint64_t>(i);
@@ -76,8 +77,10 @@ int main(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) cmdline += (i ? " " : "") + std::string(argv[i]);
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--quick") quick = true;
-    else if (a == "--json" && i + 1 < argc) json = argv[++i];
+    if (a == "--quick")
+      quick = true;
+    else if (a == "--json" && i + 1 < argc)
+      json = argv[++i];
   }
   const char* r = std::getenv("GPUCOMM_RANK");
   const char* n = std::getenv("GPUCOMM_SIZE");
@@ -144,39 +147,51 @@ int main(int argc, char** argv) {
     timed(who, launch);
     for (int t = 0; t < trials; ++t) res.samples.push_back(value(timed(who, launch)));
     if (rank == 0)
-      std::printf("  %-22s %-11s %10zu B %4d CTAs: %10.3f %s\n", res.name.c_str(), res.level.c_str(), res.bytes, res.ctas, res.median(),
-                  res.unit.c_str());
+      std::printf("  %-22s %-11s %10zu B %4d CTAs: %10.3f %s\n", res.name.c_str(), res.level.c_str(), res.bytes,
+                  res.ctas, res.median(), res.unit.c_str());
     results.push_back(res);
   };
 
   const int iters = quick ? 2000 : 10000;
-  measure(bench::Result{"p_pingpong", "thread", 4, 1, "us", {}}, 3,
-          [&] { k_p_pingpong<<<1, 1, 0, s>>>(iflag, iters, static_cast<int>(base)); base += static_cast<uint64_t>(iters); },
-          [&](double ms) { return ms * 1e3 / (2.0 * iters); });
+  measure(
+      bench::Result{"p_pingpong", "thread", 4, 1, "us", {}}, 3,
+      [&] {
+        k_p_pingpong<<<1, 1, 0, s>>>(iflag, iters, static_cast<int>(base));
+        base += static_cast<uint64_t>(iters);
+      },
+      [&](double ms) { return ms * 1e3 / (2.0 * iters); });
   for (size_t b : quick ? std::vector<size_t>{8, 4096, 65536} : std::vector<size_t>{8, 64, 512, 4096, 32768, 65536}) {
     const int it = iters / (b > 4096 ? 10 : 1);
-    measure(bench::Result{"put_signal_pingpong", "thread", b, 1, "us", {}}, 3,
-            [&] { k_putmem_signal_pingpong<<<1, 1, 0, s>>>(sym, local, b, sig, it, base); base += static_cast<uint64_t>(it); },
-            [&](double ms) { return ms * 1e3 / (2.0 * it); });
+    measure(
+        bench::Result{"put_signal_pingpong", "thread", b, 1, "us", {}}, 3,
+        [&] {
+          k_putmem_signal_pingpong<<<1, 1, 0, s>>>(sym, local, b, sig, it, base);
+          base += static_cast<uint64_t>(it);
+        },
+        [&](double ms) { return ms * 1e3 / (2.0 * it); });
   }
-  const std::vector<int> sweep = quick ? std::vector<int>{1, 8, 32, 132} : std::vector<int>{1, 2, 4, 8, 16, 32, 64, 132};
+  const std::vector<int> sweep =
+      quick ? std::vector<int>{1, 8, 32, 132} : std::vector<int>{1, 2, 4, 8, 16, 32, 64, 132};
   for (size_t b : {size_t(64) << 10, size_t(1) << 20, size_t(16) << 20, kMax})
     for (int ctas : sweep) {
-      const int reps = static_cast<int>(std::max<size_t>(1, std::min<size_t>(quick ? 200 : 1000, (size_t(64) << 20) / b)));
-      measure(bench::Result{"put_bw", "block", b, ctas, "GB/s", {}}, 1,
-              [&] { k_put_block_bw<<<ctas, 512, 0, s>>>(sym, local, b, reps, 1 - rank); },
-              [&](double ms) { return ms > 0 ? static_cast<double>(b) * reps / (ms * 1e6) : 0.0; });
+      const int reps =
+          static_cast<int>(std::max<size_t>(1, std::min<size_t>(quick ? 200 : 1000, (size_t(64) << 20) / b)));
+      measure(
+          bench::Result{"put_bw", "block", b, ctas, "GB/s", {}}, 1,
+          [&] { k_put_block_bw<<<ctas, 512, 0, s>>>(sym, local, b, reps, 1 - rank); },
+          [&](double ms) { return ms > 0 ? static_cast<double>(b) * reps / (ms * 1e6) : 0.0; });
     }
   const int biters = quick ? 2000 : 20000;
-  measure(bench::Result{"barrier_all", "thread", 0, 1, "us", {}}, 3, [&] { k_barrier<<<1, 1, 0, s>>>(biters); },
-          [&](double ms) { return ms * 1e3 / biters; });
+  measure(
+      bench::Result{"barrier_all", "thread", 0, 1, "us", {}}, 3, [&] { k_barrier<<<1, 1, 0, s>>>(biters); },
+      [&](double ms) { return ms * 1e3 / biters; });
 
   if (rank == 0 && !json.empty()) {
     cudaDeviceProp prop{};
     CK(cudaGetDeviceProperties(&prop, dev ? std::atoi(dev) : rank));
 #ifdef NVSHMEM_VENDOR_MAJOR_VERSION
-    std::string v = "NVSHMEM " + std::to_string(NVSHMEM_VENDOR_MAJOR_VERSION) + "." + std::to_string(NVSHMEM_VENDOR_MINOR_VERSION) +
-                    "." + std::to_string(NVSHMEM_VENDOR_PATCH_VERSION);
+    std::string v = "NVSHMEM " + std::to_string(NVSHMEM_VENDOR_MAJOR_VERSION) + "." +
+                    std::to_string(NVSHMEM_VENDOR_MINOR_VERSION) + "." + std::to_string(NVSHMEM_VENDOR_PATCH_VERSION);
 #else
     std::string v = "NVSHMEM";
 #endif

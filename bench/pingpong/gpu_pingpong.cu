@@ -14,14 +14,14 @@
 namespace gpucomm::bench {
 namespace {
 
-#define CHECK_CUDA(call)                                                                                        \
-  do {                                                                                                          \
-    cudaError_t e_ = (call);                                                                                    \
-    if (e_ != cudaSuccess) raise(Errc::cuda, #call, cudaGetErrorString(e_));                                     \
+#define CHECK_CUDA(call)                                                     \
+  do {                                                                       \
+    cudaError_t e_ = (call);                                                 \
+    if (e_ != cudaSuccess) raise(Errc::cuda, #call, cudaGetErrorString(e_)); \
   } while (0)
 
 struct Status {
-  int failed;       // 1: a wait timed out
+  int failed;  // 1: a wait timed out
   int iteration;
   uint64_t expected, seen;
   uint64_t t_start, t_end;  // %globaltimer after the first round trip and at the end
@@ -141,8 +141,9 @@ std::vector<PingPongResult> gpu_pingpong(Runtime& rt, const PingPongConfig& cfg)
       const bool in_pair = rt.rank() == a || rt.rank() == b;
       const int peer = rt.rank() == a ? b : a;
       char* peer_mem = nullptr;
-      if (in_pair) CHECK_CUDA(cudaIpcOpenMemHandle(reinterpret_cast<void**>(&peer_mem), peers[static_cast<size_t>(peer)].handle,
-                                                   cudaIpcMemLazyEnablePeerAccess));
+      if (in_pair)
+        CHECK_CUDA(cudaIpcOpenMemHandle(reinterpret_cast<void**>(&peer_mem), peers[static_cast<size_t>(peer)].handle,
+                                        cudaIpcMemLazyEnablePeerAccess));
       // PEs sharing one GPU time-slice: correct, but the latency is the scheduler's.
       const bool shared = peers[static_cast<size_t>(a)].device == peers[static_cast<size_t>(b)].device;
       const int iters = shared ? std::min(cfg.iters, 20) : cfg.iters;
@@ -160,16 +161,17 @@ std::vector<PingPongResult> gpu_pingpong(Runtime& rt, const PingPongConfig& cfg)
                                                         reinterpret_cast<uint64_t*>(peer_mem), iters, base,
                                                         rt.rank() == a, timeout_ns, st_dev);
           else
-            pingpong_kernel<<<1, 256, 0, stream>>>(reinterpret_cast<uint64_t*>(mine), reinterpret_cast<uint64_t*>(peer_mem),
+            pingpong_kernel<<<1, 256, 0, stream>>>(reinterpret_cast<uint64_t*>(mine),
+                                                   reinterpret_cast<uint64_t*>(peer_mem),
                                                    reinterpret_cast<uint4*>(peer_mem + flag_bytes), src, bytes, iters,
                                                    base, rt.rank() == a, timeout_ns, st_dev);
           CHECK_CUDA(cudaGetLastError());
           CHECK_CUDA(cudaStreamSynchronize(stream));
           if (st->failed)
             raise(Errc::timeout, "gpu ping-pong",
-                  "rank " + std::to_string(rt.rank()) + " waited for rank " + std::to_string(peer) + "'s flag: expected " +
-                      std::to_string(st->expected) + ", seen " + std::to_string(st->seen) + " at round trip " +
-                      std::to_string(st->iteration) + " of " + std::to_string(iters));
+                  "rank " + std::to_string(rt.rank()) + " waited for rank " + std::to_string(peer) +
+                      "'s flag: expected " + std::to_string(st->expected) + ", seen " + std::to_string(st->seen) +
+                      " at round trip " + std::to_string(st->iteration) + " of " + std::to_string(iters));
           if (s > 0 && rt.rank() == a && iters > 1)
             r.one_way_us.push_back(static_cast<double>(st->t_end - st->t_start) / 1000.0 / (2.0 * (iters - 1)));
         }

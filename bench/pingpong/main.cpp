@@ -62,13 +62,22 @@ int main(int argc, char** argv) {
         if (i + 1 >= argc) raise_arg("gpucomm-bench-pingpong", name, "needs a value");
         return argv[++i];
       };
-      if (a == "--sizes") cfg.sizes = parse_sizes(next("--sizes"));
-      else if (a == "--iters") cfg.iters = std::atoi(next("--iters").c_str());
-      else if (a == "--samples") cfg.samples = std::atoi(next("--samples").c_str());
-      else if (a == "--json") json = next("--json");
-      else if (a == "--quick") { cfg.iters = 200; cfg.samples = 5; }
-      else if (a == "-h" || a == "--help") { usage(stdout); return 0; }
-      else raise_arg("gpucomm-bench-pingpong", a, "unknown option (see --help)");
+      if (a == "--sizes")
+        cfg.sizes = parse_sizes(next("--sizes"));
+      else if (a == "--iters")
+        cfg.iters = std::atoi(next("--iters").c_str());
+      else if (a == "--samples")
+        cfg.samples = std::atoi(next("--samples").c_str());
+      else if (a == "--json")
+        json = next("--json");
+      else if (a == "--quick") {
+        cfg.iters = 200;
+        cfg.samples = 5;
+      } else if (a == "-h" || a == "--help") {
+        usage(stdout);
+        return 0;
+      } else
+        raise_arg("gpucomm-bench-pingpong", a, "unknown option (see --help)");
     }
     if (cfg.iters < 2) raise_arg("gpucomm-bench-pingpong", "--iters", "must be at least 2");
     if (cfg.samples < 1) raise_arg("gpucomm-bench-pingpong", "--samples", "must be at least 1");
@@ -76,10 +85,12 @@ int main(int argc, char** argv) {
     Runtime rt;
     const bool gpu = rt.pe_kind() == PeKind::gpu;
 #ifndef GPUCOMM_PINGPONG_GPU
-    if (gpu) raise(Errc::unsupported, "gpucomm-bench-pingpong", "built without CUDA kernels; run with GPUCOMM_DEVICE=host");
+    if (gpu)
+      raise(Errc::unsupported, "gpucomm-bench-pingpong", "built without CUDA kernels; run with GPUCOMM_DEVICE=host");
 #endif
     std::vector<int> devices;
-    for (const auto& d : rt.bootstrap().allgather(std::to_string(rt.device_id()))) devices.push_back(std::atoi(d.c_str()));
+    for (const auto& d : rt.bootstrap().allgather(std::to_string(rt.device_id())))
+      devices.push_back(std::atoi(d.c_str()));
     if (rt.rank() == 0) {
       std::printf("ping-pong between %d PEs: %s\n", rt.size(),
                   gpu ? "GPU PEs (kernels storing into peer GPU memory)" : "host-memory PEs (no GPU used)");
@@ -114,7 +125,8 @@ int main(int argc, char** argv) {
         double us;
         while (in >> a >> b >> bytes >> us) {
           bool shared = gpu && devices[static_cast<size_t>(a)] == devices[static_cast<size_t>(b)];
-          std::printf("%6d %6d %10zu %14.3f %s\n", a, b, bytes, us, shared ? "(one GPU, time-sliced: not a latency)" : "");
+          std::printf("%6d %6d %10zu %14.3f %s\n", a, b, bytes, us,
+                      shared ? "(one GPU, time-sliced: not a latency)" : "");
           js << (first ? "\n" : ",\n") << "    {\"a\": " << a << ", \"b\": " << b << ", \"bytes\": " << bytes
              << ", \"one_way_us\": " << us << ", \"shared_gpu\": " << (shared ? "true" : "false") << "}";
           first = false;

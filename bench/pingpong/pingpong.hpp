@@ -15,7 +15,7 @@ struct PingPongConfig {
 };
 
 struct PingPongResult {
-  int a = 0, b = 0;           // the pair (a initiates)
+  int a = 0, b = 0;  // the pair (a initiates)
   size_t bytes = 0;
   std::vector<double> one_way_us;  // one value per sample
   double median_us = 0;

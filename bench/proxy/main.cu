@@ -62,20 +62,23 @@ struct Bench : bench::Harness {
     const int who = rt.size() == 1 ? 1 : 3;
     const double trips_per_iter = rt.size() == 1 ? 1.0 : 2.0;  // 1 PE: one round trip per iteration
     const int iters = quick ? 500 : 2000;
-    std::vector<size_t> sizes = quick ? std::vector<size_t>{8, 4096, 65536} : std::vector<size_t>{8, 64, 512, 4096, 32768, 65536};
+    std::vector<size_t> sizes =
+        quick ? std::vector<size_t>{8, 4096, 65536} : std::vector<size_t>{8, 64, 512, 4096, 32768, 65536};
     for (size_t b : sizes) {
-      measure({"put_signal_latency", "thread", b, 1, "us", {}}, who,
-              [&] {
-                proxy_bench::k_put_signal_trips<coop::Thread><<<1, 1, 0, s>>>(h, sym, local, b, sig, iters, base);
-                base += static_cast<uint64_t>(iters);
-              },
-              [&](double ms) { return ms * 1e3 / (trips_per_iter * iters); });
-      measure({"put_signal_latency", "block", b, 1, "us", {}}, who,
-              [&] {
-                proxy_bench::k_put_signal_trips<coop::Block><<<1, 512, 0, s>>>(h, sym, local, b, sig, iters, base);
-                base += static_cast<uint64_t>(iters);
-              },
-              [&](double ms) { return ms * 1e3 / (trips_per_iter * iters); });
+      measure(
+          {"put_signal_latency", "thread", b, 1, "us", {}}, who,
+          [&] {
+            proxy_bench::k_put_signal_trips<coop::Thread><<<1, 1, 0, s>>>(h, sym, local, b, sig, iters, base);
+            base += static_cast<uint64_t>(iters);
+          },
+          [&](double ms) { return ms * 1e3 / (trips_per_iter * iters); });
+      measure(
+          {"put_signal_latency", "block", b, 1, "us", {}}, who,
+          [&] {
+            proxy_bench::k_put_signal_trips<coop::Block><<<1, 512, 0, s>>>(h, sym, local, b, sig, iters, base);
+            base += static_cast<uint64_t>(iters);
+          },
+          [&](double ms) { return ms * 1e3 / (trips_per_iter * iters); });
     }
   }
 
@@ -84,18 +87,23 @@ struct Bench : bench::Harness {
     for (size_t b = size_t(64) << 10; b <= max_bytes; b *= quick ? 16 : 4) sizes.push_back(b);
     if (sizes.back() != max_bytes) sizes.push_back(max_bytes);
     for (size_t b : sizes) {
-      const int reps = static_cast<int>(std::max<size_t>(1, std::min<size_t>(quick ? 50 : 200, (size_t(256) << 20) / b)));
+      const int reps =
+          static_cast<int>(std::max<size_t>(1, std::min<size_t>(quick ? 50 : 200, (size_t(256) << 20) / b)));
       for (int ctas : {1, 8, 32}) {  // 1 CTA: one descriptor of the whole size per repetition
-        measure({"put_bw", "block", b, ctas, "GB/s", {}}, 1, [&] { proxy_bench::k_put_bw<<<ctas, 512, 0, s>>>(h, sym, local, b, reps, peer); },
-                [&](double ms) { return ms > 0 ? static_cast<double>(b) * reps / (ms * 1e6) : 0.0; });
+        measure(
+            {"put_bw", "block", b, ctas, "GB/s", {}}, 1,
+            [&] { proxy_bench::k_put_bw<<<ctas, 512, 0, s>>>(h, sym, local, b, reps, peer); },
+            [&](double ms) { return ms > 0 ? static_cast<double>(b) * reps / (ms * 1e6) : 0.0; });
       }
       char* target = static_cast<char*>(rt.ptr(sym, peer));
       if (target)
-        measure({"copy_engine_bw", "copy_engine", b, 0, "GB/s", {}}, 1,
-                [&] {
-                  for (int r = 0; r < reps; ++r) ck(cudaMemcpyAsync(target, local, b, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync");
-                },
-                [&](double ms) { return ms > 0 ? static_cast<double>(b) * reps / (ms * 1e6) : 0.0; });
+        measure(
+            {"copy_engine_bw", "copy_engine", b, 0, "GB/s", {}}, 1,
+            [&] {
+              for (int r = 0; r < reps; ++r)
+                ck(cudaMemcpyAsync(target, local, b, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync");
+            },
+            [&](double ms) { return ms > 0 ? static_cast<double>(b) * reps / (ms * 1e6) : 0.0; });
     }
   }
 
@@ -106,13 +114,15 @@ struct Bench : bench::Harness {
     for (int ctas : {32, 132}) {
       const double ops = static_cast<double>(ctas) * threads * per_thread;
       const TransportInfo before = rt.transport_info();
-      measure({"p_msg_rate", "thread", 8, ctas, "Mops/s", {}}, 1,
-              [&] { proxy_bench::k_msg_rate<<<ctas, threads, 0, s>>>(h, words, per_thread, peer); },
-              [&](double ms) { return ms > 0 ? ops / (ms * 1e3) : 0.0; });
+      measure(
+          {"p_msg_rate", "thread", 8, ctas, "Mops/s", {}}, 1,
+          [&] { proxy_bench::k_msg_rate<<<ctas, threads, 0, s>>>(h, words, per_thread, peer); },
+          [&](double ms) { return ms > 0 ? ops / (ms * 1e3) : 0.0; });
       const TransportInfo after = rt.transport_info();
       if (after.executed > before.executed && after.proxy_cpu_seconds > 0 && rt.rank() == 0) {
         Result r{"proxy_cpu_us_per_op", "cpu_proxy", 8, ctas, "us", {}};
-        r.samples.push_back((after.proxy_cpu_seconds - before.proxy_cpu_seconds) * 1e6 / static_cast<double>(after.executed - before.executed));
+        r.samples.push_back((after.proxy_cpu_seconds - before.proxy_cpu_seconds) * 1e6 /
+                            static_cast<double>(after.executed - before.executed));
         add(std::move(r));
       }
     }
@@ -126,13 +136,16 @@ struct Bench : bench::Harness {
       if (rt.rank() == 0) {
         auto t0 = std::chrono::steady_clock::now();
         for (int i = 0; i < host_ops; ++i) rt.p<uint64_t>(&words[i % 1024], static_cast<uint64_t>(i), peer);
-        api.samples.push_back(host_ops / std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+        api.samples.push_back(host_ops /
+                              std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
         if (target) {
           t0 = std::chrono::steady_clock::now();
           for (int i = 0; i < host_ops; ++i)
-            ck(cudaMemcpyAsync(target + 8 * (i % 1024), local + 8 * (i % 1024), 8, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync");
+            ck(cudaMemcpyAsync(target + 8 * (i % 1024), local + 8 * (i % 1024), 8, cudaMemcpyDeviceToDevice, s),
+               "cudaMemcpyAsync");
           ck(cudaStreamSynchronize(s), "cudaStreamSynchronize");
-          raw.samples.push_back(host_ops / std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+          raw.samples.push_back(
+              host_ops / std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
         }
       }
     }
@@ -152,19 +165,26 @@ int main(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) cmdline += (i ? " " : "") + std::string(argv[i]);
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--quick") quick = true;
-    else if (a == "--json" && i + 1 < argc) json = argv[++i];
-    else if (a == "--only" && i + 1 < argc) only = argv[++i];
+    if (a == "--quick")
+      quick = true;
+    else if (a == "--json" && i + 1 < argc)
+      json = argv[++i];
+    else if (a == "--only" && i + 1 < argc)
+      only = argv[++i];
     else if (a == "-h" || a == "--help") {
-      std::printf("usage: gpucomm run -n 1|2 -- gpucomm-bench-proxy [--quick] [--only latency,bandwidth,rate] [--json FILE]\n"
-                  "The path comes from GPUCOMM_TRANSPORT (and GPUCOMM_PROXY_*, GPUCOMM_AGENT_*); `gpucomm bench proxy` runs them all.\n");
+      std::printf(
+          "usage: gpucomm run -n 1|2 -- gpucomm-bench-proxy [--quick] [--only latency,bandwidth,rate] [--json FILE]\n"
+          "The path comes from GPUCOMM_TRANSPORT (and GPUCOMM_PROXY_*, GPUCOMM_AGENT_*); `gpucomm bench proxy` runs "
+          "them all.\n");
       return 0;
     } else {
       std::fprintf(stderr, "gpucomm-bench-proxy: unknown argument '%s'\n", a.c_str());
       return 2;
     }
   }
-  auto wanted = [&](const char* part) { return only.empty() || ("," + only + ",").find(std::string(",") + part + ",") != std::string::npos; };
+  auto wanted = [&](const char* part) {
+    return only.empty() || ("," + only + ",").find(std::string(",") + part + ",") != std::string::npos;
+  };
   const size_t max_bytes = quick ? size_t(64) << 20 : size_t(256) << 20;
   setenv("GPUCOMM_HEAP_SIZE", quick ? "96M" : "384M", 0);
   try {
@@ -178,9 +198,10 @@ int main(int argc, char** argv) {
     const std::string ring = env::get_string("GPUCOMM_PROXY_RING", "auto");
     const std::string doorbell = env::get_string("GPUCOMM_PROXY_DOORBELL", "0");
     if (rt.rank() == 0)
-      std::printf("gpucomm-bench-proxy: %d PE(s) on %s, transport %s, agent %s, ring %s, doorbell %s, %d proxy thread(s)%s\n", rt.size(),
-                  devices[0].c_str(), info.kind.c_str(), info.agent.c_str(), ring.c_str(), doorbell.c_str(), info.proxy_threads,
-                  quick ? " (quick)" : "");
+      std::printf(
+          "gpucomm-bench-proxy: %d PE(s) on %s, transport %s, agent %s, ring %s, doorbell %s, %d proxy thread(s)%s\n",
+          rt.size(), devices[0].c_str(), info.kind.c_str(), info.agent.c_str(), ring.c_str(), doorbell.c_str(),
+          info.proxy_threads, quick ? " (quick)" : "");
     Bench b(rt, quick, max_bytes);
     if (wanted("latency")) b.latency();
     if (wanted("rate")) b.rates(info.agent != "none");
@@ -188,11 +209,14 @@ int main(int argc, char** argv) {
     if (rt.rank() == 0 && !json.empty()) {
       std::string routes;
       for (auto& r : info.routes) routes += (routes.empty() ? "\"" : ", \"") + r + "\"";
-      const std::string extra = "\"pes\": " + std::to_string(rt.size()) + ", \"transport\": \"" + info.kind + "\", \"agent\": \"" +
-                                info.agent + "\", \"ring\": \"" + ring + "\", \"doorbell\": " + doorbell + ", \"proxy_threads\": " +
-                                std::to_string(info.proxy_threads) + ", \"agent_blocks\": " + env::get_string("GPUCOMM_AGENT_BLOCKS", "1") +
-                                ", \"device_queues\": " + std::to_string(info.device_queues) + ", \"routes\": [" + routes + "]";
-      if (!bench::write_json(json, "gpucomm-bench-proxy", GPUCOMM_GIT_COMMIT, cmdline, devices, quick, b.results, {}, extra))
+      const std::string extra =
+          "\"pes\": " + std::to_string(rt.size()) + ", \"transport\": \"" + info.kind + "\", \"agent\": \"" +
+          info.agent + "\", \"ring\": \"" + ring + "\", \"doorbell\": " + doorbell +
+          ", \"proxy_threads\": " + std::to_string(info.proxy_threads) +
+          ", \"agent_blocks\": " + env::get_string("GPUCOMM_AGENT_BLOCKS", "1") +
+          ", \"device_queues\": " + std::to_string(info.device_queues) + ", \"routes\": [" + routes + "]";
+      if (!bench::write_json(json, "gpucomm-bench-proxy", GPUCOMM_GIT_COMMIT, cmdline, devices, quick, b.results, {},
+                             extra))
         throw std::runtime_error("cannot write " + json);
     }
     rt.barrier_all();

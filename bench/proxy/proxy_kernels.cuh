@@ -12,7 +12,8 @@ using namespace gpucomm;
 // trip); with 1 PE: to itself, waiting for its own signal (one descriptor round trip per
 // iteration: post, agent, data, signal, observed).
 template <class Coop>
-__global__ void k_put_signal_trips(DeviceHandle h, char* buf, const char* src, size_t bytes, uint64_t* sig, int iters, uint64_t base) {
+__global__ void k_put_signal_trips(DeviceHandle h, char* buf, const char* src, size_t bytes, uint64_t* sig, int iters,
+                                   uint64_t base) {
   Coop c;
   const int peer = h.size == 1 ? 0 : 1 - h.rank;
   for (int i = 1; i <= iters; ++i) {

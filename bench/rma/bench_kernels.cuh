@@ -25,7 +25,8 @@ __global__ void k_p_pingpong(DeviceHandle h, int* flag, int iters, int base) {
 
 // Ping-pong of `bytes` with put_signal (fused) or put + quiet + signal (separate), at level Coop.
 template <class Coop, bool Fused>
-__global__ void k_put_pingpong(DeviceHandle h, char* buf, const char* src, size_t bytes, uint64_t* sig, int iters, uint64_t base) {
+__global__ void k_put_pingpong(DeviceHandle h, char* buf, const char* src, size_t bytes, uint64_t* sig, int iters,
+                               uint64_t base) {
   Coop c;
   const int peer = 1 - h.rank;
   auto send = [&](uint64_t v) {
@@ -68,7 +69,8 @@ __global__ void k_get_latency(DeviceHandle h, char* dst, const char* src, size_t
 
 // Bandwidth: the grid's groups (threads, warps or blocks) each move a contiguous chunk.
 template <class Coop>
-__global__ void __launch_bounds__(512) k_bandwidth(DeviceHandle h, char* remote_sym, char* local, size_t bytes, int reps, int peer, int is_get) {
+__global__ void __launch_bounds__(512)
+    k_bandwidth(DeviceHandle h, char* remote_sym, char* local, size_t bytes, int reps, int peer, int is_get) {
   Coop c;
   const int per_block = blockDim.x / coop::size(c);
   const size_t groups = static_cast<size_t>(gridDim.x) * static_cast<size_t>(per_block);
@@ -93,15 +95,18 @@ __global__ void __launch_bounds__(512) k_bandwidth(DeviceHandle h, char* remote_
 __global__ void __launch_bounds__(512) k_msg_rate(DeviceHandle h, uint64_t* words, int per_thread, int peer) {
   const size_t t = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   const size_t n = static_cast<size_t>(gridDim.x) * blockDim.x;
-  for (int i = 0; i < per_thread; ++i) device::p(h, &words[(t + static_cast<size_t>(i) * n) % (size_t(1) << 20)], static_cast<uint64_t>(i), peer);
+  for (int i = 0; i < per_thread; ++i)
+    device::p(h, &words[(t + static_cast<size_t>(i) * n) % (size_t(1) << 20)], static_cast<uint64_t>(i), peer);
   device::quiet(coop::Thread{});
 }
 
 template <int Kind>
 __global__ void k_barrier_loop(DeviceHandle h, int iters) {
   for (int i = 0; i < iters; ++i) {
-    if constexpr (Kind == 0) device::barrier_all(coop::Thread{}, h);
-    else device::barrier_master(coop::Thread{}, h);
+    if constexpr (Kind == 0)
+      device::barrier_all(coop::Thread{}, h);
+    else
+      device::barrier_master(coop::Thread{}, h);
   }
 }
 

@@ -50,8 +50,8 @@ struct Harness {
 
   void add(Result r) {
     if (rt.rank() == 0) {
-      std::printf("  %-22s %-12s %10zu B %4d CTAs: %10.3f %s\n", r.name.c_str(), r.level.c_str(), r.bytes, r.ctas, r.median(),
-                  r.unit.c_str());
+      std::printf("  %-22s %-12s %10zu B %4d CTAs: %10.3f %s\n", r.name.c_str(), r.level.c_str(), r.bytes, r.ctas,
+                  r.median(), r.unit.c_str());
       std::fflush(stdout);
     }
     results.push_back(std::move(r));

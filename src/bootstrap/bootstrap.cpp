@@ -41,15 +41,16 @@ Fd open_store_socket(const UniqueId& id) {
       unsetenv("GPUCOMM_BOOTSTRAP_LISTEN_FD");  // children of this PE must not reuse it
       return Fd(fd);
     }
-    GPUCOMM_LOG(warn, "GPUCOMM_BOOTSTRAP_LISTEN_FD=" << *inherited << " is not the listening socket of " << id.endpoint()
-                                                     << "; binding the address instead");
+    GPUCOMM_LOG(warn, "GPUCOMM_BOOTSTRAP_LISTEN_FD=" << *inherited << " is not the listening socket of "
+                                                     << id.endpoint() << "; binding the address instead");
   }
   return listen_tcp(id.host, id.port);
 }
 
 }  // namespace
 
-Bootstrap::Bootstrap(const UniqueId& id, int rank, int size) : impl_(std::make_unique<Impl>()), rank_(rank), size_(size) {
+Bootstrap::Bootstrap(const UniqueId& id, int rank, int size)
+    : impl_(std::make_unique<Impl>()), rank_(rank), size_(size) {
   GPUCOMM_CHECK_ARG(size >= 1, "Bootstrap", "size", "must be at least 1, got " + std::to_string(size));
   GPUCOMM_CHECK_ARG(rank >= 0 && rank < size, "Bootstrap", "rank",
                     std::to_string(rank) + " is outside 0.." + std::to_string(size - 1));
@@ -76,18 +77,24 @@ Bootstrap::~Bootstrap() {
   }
 }
 
-std::string Bootstrap::describe() const { return how_; }
+std::string Bootstrap::describe() const {
+  return how_;
+}
 
-void Bootstrap::set(const std::string& key, const std::string& value) { impl_->client->set("u/" + key, value); }
+void Bootstrap::set(const std::string& key, const std::string& value) {
+  impl_->client->set("u/" + key, value);
+}
 
-std::string Bootstrap::get(const std::string& key) { return impl_->client->get("u/" + key, env::wait_timeout_ms()); }
+std::string Bootstrap::get(const std::string& key) {
+  return impl_->client->get("u/" + key, env::wait_timeout_ms());
+}
 
 std::vector<std::string> Bootstrap::gather(const std::string& group, int count, int index, const std::string& mine) {
   GPUCOMM_CHECK_ARG(count >= 1 && count <= size_, "Bootstrap::gather", "count", std::to_string(count));
   GPUCOMM_CHECK_ARG(index >= 0 && index < count, "Bootstrap::gather", "index", std::to_string(index));
-  return impl_->client->gather("g/" + group, count, index, mine, env::wait_timeout_ms(),
-                               "bootstrap gather '" + group + "' (member " + std::to_string(index) + " of " +
-                                   std::to_string(count) + ")");
+  return impl_->client->gather(
+      "g/" + group, count, index, mine, env::wait_timeout_ms(),
+      "bootstrap gather '" + group + "' (member " + std::to_string(index) + " of " + std::to_string(count) + ")");
 }
 
 std::vector<std::string> Bootstrap::allgather(const std::string& mine) {
@@ -109,8 +116,12 @@ void Bootstrap::barrier() {
                         "bootstrap barrier #" + std::to_string(collective_seq_ - 1));
 }
 
-bool Bootstrap::failed() const { return impl_->client->failed(); }
-std::string Bootstrap::failure() const { return impl_->client->failure(); }
+bool Bootstrap::failed() const {
+  return impl_->client->failed();
+}
+std::string Bootstrap::failure() const {
+  return impl_->client->failure();
+}
 
 void Bootstrap::finalize() {
   if (finalized_) return;

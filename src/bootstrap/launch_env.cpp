@@ -13,7 +13,8 @@ std::optional<int> int_var(const char* name) {
   if (!v || !*v) return std::nullopt;
   char* end = nullptr;
   long x = std::strtol(v, &end, 10);
-  if (*end || x < 0 || x > (1 << 30)) raise_arg("launch environment", name, std::string("'") + v + "' is not a non-negative integer");
+  if (*end || x < 0 || x > (1 << 30))
+    raise_arg("launch environment", name, std::string("'") + v + "' is not a non-negative integer");
   return static_cast<int>(x);
 }
 
@@ -89,9 +90,13 @@ LaunchInfo detect_launch() {
   if (std::string j = str_var("GPUCOMM_JOB_ID"); !j.empty()) info.job_id = j;
   if (info.size < 1) raise_arg("launch environment", "size", "the launcher reports a job of 0 PEs");
   if (info.rank >= info.size)
-    raise_arg("launch environment", "rank", "rank " + std::to_string(info.rank) + " is not below the job size " + std::to_string(info.size) + " (" + info.launcher + " variables)");
+    raise_arg("launch environment", "rank",
+              "rank " + std::to_string(info.rank) + " is not below the job size " + std::to_string(info.size) + " (" +
+                  info.launcher + " variables)");
   if (info.local_size > 0 && info.local_rank >= info.local_size)
-    raise_arg("launch environment", "local rank", "local rank " + std::to_string(info.local_rank) + " is not below the local size " + std::to_string(info.local_size));
+    raise_arg("launch environment", "local rank",
+              "local rank " + std::to_string(info.local_rank) + " is not below the local size " +
+                  std::to_string(info.local_size));
   info.token_seed = info.launcher + "|" + info.job_id + "|" + info.store_addr + "|" + std::to_string(info.size);
   return info;
 }

@@ -15,7 +15,9 @@ namespace {
 bool g_initialized_here = false;
 }
 
-bool mpi_available() { return true; }
+bool mpi_available() {
+  return true;
+}
 
 bool mpi_already_initialized() {
   int init = 0, fin = 0;
@@ -54,8 +56,12 @@ void mpi_finalize_if_ours() {
   g_initialized_here = false;
 }
 #else
-bool mpi_available() { return false; }
-bool mpi_already_initialized() { return false; }
+bool mpi_available() {
+  return false;
+}
+bool mpi_already_initialized() {
+  return false;
+}
 UniqueId mpi_share_unique_id(const LaunchInfo&) {
   raise(Errc::unsupported, "bootstrap", "GPUCOMM_BOOTSTRAP=mpi, but this gpucomm was built without MPI");
 }

@@ -64,7 +64,8 @@ UniqueId via_file(const LaunchInfo& info, std::string* how) {
     std::string text = id.to_string() + "\n";
     bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
     ::close(fd);
-    if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) raise_errno("bootstrap rendezvous", errno, "cannot write " + path);
+    if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0)
+      raise_errno("bootstrap rendezvous", errno, "cannot write " + path);
     return id;
   }
   auto timeout = std::chrono::duration<double>(env::get_double("GPUCOMM_BOOTSTRAP_TIMEOUT", 30.0));
@@ -84,7 +85,8 @@ UniqueId via_file(const LaunchInfo& info, std::string* how) {
     if (std::chrono::steady_clock::now() > deadline)
       raise(Errc::timeout, "bootstrap rendezvous",
             "rank " + std::to_string(info.rank) + " found no live store address in " + path + " within " +
-                std::to_string(timeout.count()).substr(0, 5) + " s (did rank 0 start? is GPUCOMM_BOOTSTRAP_DIR shared?)");
+                std::to_string(timeout.count()).substr(0, 5) +
+                " s (did rank 0 start? is GPUCOMM_BOOTSTRAP_DIR shared?)");
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }
@@ -112,14 +114,16 @@ UniqueId rendezvous(const LaunchInfo& info, std::string* how) {
     return from_address(info);
   }
   if (info.single_node() && !info.job_id.empty()) return via_file(info, how);
-  raise(Errc::invalid_argument, "bootstrap",
-        "started by " + info.launcher + " with " + std::to_string(info.size) +
-            " PEs but no way to find rank 0's store: set GPUCOMM_BOOTSTRAP_ADDR=HOST:PORT (an address of rank 0's host), "
-            "pass GPUCOMM_UNIQUE_ID, or use GPUCOMM_BOOTSTRAP=mpi with an MPI-enabled build");
+  raise(
+      Errc::invalid_argument, "bootstrap",
+      "started by " + info.launcher + " with " + std::to_string(info.size) +
+          " PEs but no way to find rank 0's store: set GPUCOMM_BOOTSTRAP_ADDR=HOST:PORT (an address of rank 0's host), "
+          "pass GPUCOMM_UNIQUE_ID, or use GPUCOMM_BOOTSTRAP=mpi with an MPI-enabled build");
 }
 
 void finish_rendezvous(const LaunchInfo& info, Bootstrap& b) {
-  if (info.unique_id.empty() && info.store_addr.empty() && info.size > 1 && info.single_node() && !info.job_id.empty()) {
+  if (info.unique_id.empty() && info.store_addr.empty() && info.size > 1 && info.single_node() &&
+      !info.job_id.empty()) {
     b.barrier();  // every PE has read the file
     if (info.rank == 0) ::unlink(rendezvous_file(info).c_str());
   }

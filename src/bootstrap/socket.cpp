@@ -61,7 +61,8 @@ void split_host_port(const std::string& text, const std::string& what, std::stri
   size_t colon;
   if (!text.empty() && text[0] == '[') {
     size_t close = text.find(']');
-    if (close == std::string::npos || close + 1 >= text.size() || text[close + 1] != ':') bad("has an unclosed IPv6 address");
+    if (close == std::string::npos || close + 1 >= text.size() || text[close + 1] != ':')
+      bad("has an unclosed IPv6 address");
     *host = text.substr(1, close - 1);
     colon = close + 1;
   } else {
@@ -95,14 +96,17 @@ std::string interface_address(const std::string& ifname) {
   freeifaddrs(list);
   if (!v4.empty()) return v4;
   if (!v6.empty()) return v6;
-  raise(Errc::invalid_argument, "bootstrap", "network interface '" + ifname + "' (GPUCOMM_BOOTSTRAP_IFNAME) has no address or does not exist");
+  raise(Errc::invalid_argument, "bootstrap",
+        "network interface '" + ifname + "' (GPUCOMM_BOOTSTRAP_IFNAME) has no address or does not exist");
 }
 
 Fd& Fd::operator=(Fd&& o) noexcept {
   if (this != &o) reset(o.release());
   return *this;
 }
-Fd::~Fd() { reset(); }
+Fd::~Fd() {
+  reset();
+}
 void Fd::reset(int fd) {
   if (fd_ >= 0) ::close(fd_);
   fd_ = fd;
@@ -215,7 +219,8 @@ bool recv_all(int fd, void* buf, size_t n, Clock::time_point deadline, const cha
     ssize_t r = ::recv(fd, p + got, n - got, 0);
     if (r < 0) {
       if (errno == EINTR || errno == EAGAIN) continue;
-      raise(errno == ECONNRESET ? Errc::peer_failure : Errc::system, what, std::string("receive failed: ") + std::strerror(errno));
+      raise(errno == ECONNRESET ? Errc::peer_failure : Errc::system, what,
+            std::string("receive failed: ") + std::strerror(errno));
     }
     if (r == 0) {
       if (got == 0 && allow_eof) return false;

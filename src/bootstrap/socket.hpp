@@ -38,7 +38,11 @@ class Fd {
   Fd& operator=(const Fd&) = delete;
   ~Fd();
   int get() const { return fd_; }
-  int release() { int f = fd_; fd_ = -1; return f; }
+  int release() {
+    int f = fd_;
+    fd_ = -1;
+    return f;
+  }
   void reset(int fd = -1);
   explicit operator bool() const { return fd_ >= 0; }
 
@@ -59,7 +63,6 @@ void set_nonblocking(int fd, bool on);
 void send_all(int fd, const void* buf, size_t n, const char* what);
 // Reads exactly n bytes before `deadline`. Returns false on orderly EOF before the first byte
 // (when allow_eof), raises on EOF mid-message, error, or timeout.
-bool recv_all(int fd, void* buf, size_t n, Clock::time_point deadline, const char* what,
-              bool allow_eof = false);
+bool recv_all(int fd, void* buf, size_t n, Clock::time_point deadline, const char* what, bool allow_eof = false);
 
 }  // namespace gpucomm::bootstrap

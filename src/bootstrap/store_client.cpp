@@ -20,9 +20,11 @@ StoreClient::StoreClient(const UniqueId& id, int rank, int world_size, std::chro
   auto deadline = Clock::now() + connect_timeout;
   wire::read_frame(fd_.get(), &f, deadline, "bootstrap hello", false);
   if (f.op() == Op::error)
-    raise(Errc::protocol, "bootstrap hello", "the store at " + endpoint_ + " refused rank " + std::to_string(rank) + ": " + f.payload);
+    raise(Errc::protocol, "bootstrap hello",
+          "the store at " + endpoint_ + " refused rank " + std::to_string(rank) + ": " + f.payload);
   if (f.op() != Op::hello_ok)
-    raise(Errc::protocol, "bootstrap hello", std::string("unexpected reply '") + wire::op_name(f.op()) + "' from " + endpoint_);
+    raise(Errc::protocol, "bootstrap hello",
+          std::string("unexpected reply '") + wire::op_name(f.op()) + "' from " + endpoint_);
   reader_ = std::thread([this] { reader(); });
 }
 
@@ -52,11 +54,13 @@ void StoreClient::reader() {
     try {
       auto forever = Clock::now() + std::chrono::hours(24 * 365);
       if (!wire::read_frame(fd_.get(), &f, forever, "bootstrap store", true)) {
-        if (!closing_.load()) set_failure("lost the connection to the bootstrap store at " + endpoint_ + " (rank 0 exited or died)");
+        if (!closing_.load())
+          set_failure("lost the connection to the bootstrap store at " + endpoint_ + " (rank 0 exited or died)");
         return;
       }
     } catch (const Error& e) {
-      if (!closing_.load()) set_failure("lost the connection to the bootstrap store at " + endpoint_ + ": " + e.detail());
+      if (!closing_.load())
+        set_failure("lost the connection to the bootstrap store at " + endpoint_ + ": " + e.detail());
       return;
     }
     if (f.op() == Op::abort) {
@@ -81,8 +85,7 @@ wire::Frame StoreClient::request(Op op, uint32_t aux, const std::string& key, co
       std::lock_guard<std::mutex> g2(mu_);
       seq = next_seq_++;
     }
-    if (failed() && op != Op::bye && op != Op::query)
-      raise(Errc::peer_failure, what, failure());
+    if (failed() && op != Op::bye && op != Op::query) raise(Errc::peer_failure, what, failure());
     wire::write_frame(fd_.get(), op, rank_, aux, seq, key, payload, what.c_str());
   }
   std::unique_lock<std::mutex> lk(mu_);

@@ -42,8 +42,8 @@ class StoreClient {
   std::string endpoint() const { return endpoint_; }
 
  private:
-  wire::Frame request(wire::Op op, uint32_t aux, const std::string& key, const std::string& payload,
-                      int64_t timeout_ms, const std::string& what);
+  wire::Frame request(wire::Op op, uint32_t aux, const std::string& key, const std::string& payload, int64_t timeout_ms,
+                      const std::string& what);
   void reader();
   void set_failure(const std::string& why);
 

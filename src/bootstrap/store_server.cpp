@@ -17,8 +17,11 @@ namespace gpucomm::bootstrap {
 using wire::Op;
 
 StoreServer::StoreServer(Fd listen_fd, int world_size, const std::array<uint8_t, 16>& token)
-    : listen_(std::move(listen_fd)), world_size_(world_size), token_(token),
-      rank_seen_(static_cast<size_t>(world_size), false), rank_bye_(static_cast<size_t>(world_size), false) {
+    : listen_(std::move(listen_fd)),
+      world_size_(world_size),
+      token_(token),
+      rank_seen_(static_cast<size_t>(world_size), false),
+      rank_bye_(static_cast<size_t>(world_size), false) {
   endpoint_ = local_address(listen_.get()).to_string();
   int p[2];
   if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) raise_errno("pipe2", errno);

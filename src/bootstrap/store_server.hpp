@@ -49,7 +49,7 @@ class StoreServer {
 
   void loop();
   void accept_all();
-  bool read_conn(int id);         // false: connection gone
+  bool read_conn(int id);  // false: connection gone
   void handle(int id, wire::Frame& f);
   void drop(int id, const std::string& why);
   void fail_job(const std::string& reason);

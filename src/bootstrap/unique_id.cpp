@@ -26,7 +26,9 @@ std::string UniqueId::endpoint() const {
   return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
-std::string UniqueId::to_string() const { return "gpucomm1:" + endpoint() + ":" + token_hex(token); }
+std::string UniqueId::to_string() const {
+  return "gpucomm1:" + endpoint() + ":" + token_hex(token);
+}
 
 UniqueId UniqueId::parse(const std::string& text, const std::string& what) {
   static const std::string prefix = "gpucomm1:";

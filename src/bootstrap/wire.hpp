@@ -15,19 +15,19 @@ constexpr uint32_t kMaxKey = 4096;
 constexpr uint64_t kMaxPayload = uint64_t(1) << 30;
 
 enum class Op : uint16_t {
-  hello = 1,      // client -> server: rank, aux = world size, payload = token
-  hello_ok,       // server -> client
-  set,            // key, payload = value
-  get,            // key; answered by value when the key exists
+  hello = 1,  // client -> server: rank, aux = world size, payload = token
+  hello_ok,   // server -> client
+  set,        // key, payload = value
+  get,        // key; answered by value when the key exists
   value,
   gather,         // key = group, aux = count, payload = u32 index + data
   gather_result,  // payload = count x (u64 length + bytes)
   query,          // key = group: which members of a gather have arrived (for diagnostics)
   query_result,   // payload = text
   ok,
-  bye,            // orderly goodbye before closing
-  abort,          // server -> clients: a PE failed; payload = reason
-  error,          // server -> client: request failed; aux = Errc, payload = reason
+  bye,    // orderly goodbye before closing
+  abort,  // server -> clients: a PE failed; payload = reason
+  error,  // server -> client: request failed; aux = Errc, payload = reason
 };
 
 struct Header {

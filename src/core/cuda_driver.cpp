@@ -68,6 +68,8 @@ void check_cuda(int e, const char* call, const std::string& detail) {
   raise(Errc::cuda, call, (detail.empty() ? std::string() : detail + ": ") + cuda_error_text(e));
 }
 
-void check_last_launch(const std::string& what) { check_cuda(cudaGetLastError(), "kernel launch", what); }
+void check_last_launch(const std::string& what) {
+  check_cuda(cudaGetLastError(), "kernel launch", what);
+}
 
 }  // namespace gpucomm

@@ -15,41 +15,82 @@ namespace {
 // The one table of GPUCOMM_* variables. docs/ENV.md must list exactly these (a test checks).
 constexpr Variable kVariables[] = {
     {"GPUCOMM_LOG_LEVEL", "warn", "Log level: error, warn, info, debug or trace. Messages carry a rank prefix."},
-    {"GPUCOMM_TIMEOUT", "120", "Limit in seconds for every blocking wait, on host and device (0 disables). A wait that runs past it fails with a record of who waited for what."},
-    {"GPUCOMM_DEVICE", "auto", "PE kind: `auto` (a GPU PE when a GPU exists, else a host-memory PE), `gpu` (fail without a GPU) or `host` (host-memory PE even when GPUs exist)."},
-    {"GPUCOMM_DEVICE_ID", "", "GPU index this PE drives; default local rank modulo the number of visible GPUs. Set by `gpucomm run`."},
+    {"GPUCOMM_TIMEOUT", "120",
+     "Limit in seconds for every blocking wait, on host and device (0 disables). A wait that runs past it fails with a "
+     "record of who waited for what."},
+    {"GPUCOMM_DEVICE", "auto",
+     "PE kind: `auto` (a GPU PE when a GPU exists, else a host-memory PE), `gpu` (fail without a GPU) or `host` "
+     "(host-memory PE even when GPUs exist)."},
+    {"GPUCOMM_DEVICE_ID", "",
+     "GPU index this PE drives; default local rank modulo the number of visible GPUs. Set by `gpucomm run`."},
     {"GPUCOMM_RANK", "", "This PE's rank in the job. Set by `gpucomm run`."},
     {"GPUCOMM_SIZE", "", "Number of PEs in the job. Set by `gpucomm run`."},
     {"GPUCOMM_LOCAL_RANK", "", "This PE's rank among the PEs of its node. Set by `gpucomm run`."},
     {"GPUCOMM_LOCAL_SIZE", "", "Number of PEs on this node. Set by `gpucomm run`."},
-    {"GPUCOMM_UNIQUE_ID", "", "Bootstrap unique id (`gpucomm1:HOST:PORT:TOKEN`): where rank 0 serves the store and the token that authenticates peers. Set by `gpucomm run`."},
+    {"GPUCOMM_UNIQUE_ID", "",
+     "Bootstrap unique id (`gpucomm1:HOST:PORT:TOKEN`): where rank 0 serves the store and the token that authenticates "
+     "peers. Set by `gpucomm run`."},
     {"GPUCOMM_BOOTSTRAP", "auto", "Bootstrap method: `auto`, `tcp` or `mpi` (only when built with MPI)."},
-    {"GPUCOMM_BOOTSTRAP_ADDR", "", "HOST:PORT where rank 0 serves the bootstrap store when the job was started by mpirun, srun or torchrun without a unique id."},
-    {"GPUCOMM_BOOTSTRAP_IFNAME", "", "Network interface whose address the bootstrap store binds (default: loopback for single-node jobs, the host's address otherwise)."},
-    {"GPUCOMM_BOOTSTRAP_TIMEOUT", "30", "Seconds to keep retrying a bootstrap connection or rendezvous before giving up with the address in the message."},
-    {"GPUCOMM_BOOTSTRAP_DIR", "/tmp", "Folder for the file rendezvous used by single-node jobs started by mpirun or srun without an address."},
-    {"GPUCOMM_BOOTSTRAP_TOKEN", "", "Shared secret for jobs that bootstrap from GPUCOMM_BOOTSTRAP_ADDR or MASTER_ADDR (default: derived from the job's identity)."},
-    {"GPUCOMM_BOOTSTRAP_LISTEN_FD", "", "Internal: a listening socket inherited from `gpucomm run` that rank 0 serves the store on."},
+    {"GPUCOMM_BOOTSTRAP_ADDR", "",
+     "HOST:PORT where rank 0 serves the bootstrap store when the job was started by mpirun, srun or torchrun without a "
+     "unique id."},
+    {"GPUCOMM_BOOTSTRAP_IFNAME", "",
+     "Network interface whose address the bootstrap store binds (default: loopback for single-node jobs, the host's "
+     "address otherwise)."},
+    {"GPUCOMM_BOOTSTRAP_TIMEOUT", "30",
+     "Seconds to keep retrying a bootstrap connection or rendezvous before giving up with the address in the message."},
+    {"GPUCOMM_BOOTSTRAP_DIR", "/tmp",
+     "Folder for the file rendezvous used by single-node jobs started by mpirun or srun without an address."},
+    {"GPUCOMM_BOOTSTRAP_TOKEN", "",
+     "Shared secret for jobs that bootstrap from GPUCOMM_BOOTSTRAP_ADDR or MASTER_ADDR (default: derived from the "
+     "job's identity)."},
+    {"GPUCOMM_BOOTSTRAP_LISTEN_FD", "",
+     "Internal: a listening socket inherited from `gpucomm run` that rank 0 serves the store on."},
     {"GPUCOMM_JOB_ID", "", "Job identity for the file rendezvous (default: from the launcher's own variables)."},
     {"GPUCOMM_HOSTNAME", "", "Overrides this process's node name, so one host can act as several nodes in tests."},
-    {"GPUCOMM_BIN_DIR", "", "Folder where the `gpucomm` command looks for its tool programs (default: the package's _bin folder)."},
-    {"GPUCOMM_TEST_SEED", "", "Tests only: replays a randomized test with this seed (each run draws a fresh one and prints it on failure)."},
-    {"GPUCOMM_TEST_EXPECT_NVLINKS", "", "Tests only: the number of NVLink links every pair of GPUs must have (18 on the 2x H200 machine); unset, the topology tests only check that NVLink counts and peer access agree."},
-    {"GPUCOMM_TRACES_DIR", "", "Tests only: folder of the shared reference traces (default: the first shared/traces folder beside the repository or above it); the trace tests skip with a reason when none is found."},
+    {"GPUCOMM_BIN_DIR", "",
+     "Folder where the `gpucomm` command looks for its tool programs (default: the package's _bin folder)."},
+    {"GPUCOMM_TEST_SEED", "",
+     "Tests only: replays a randomized test with this seed (each run draws a fresh one and prints it on failure)."},
+    {"GPUCOMM_TEST_EXPECT_NVLINKS", "",
+     "Tests only: the number of NVLink links every pair of GPUs must have (18 on the 2x H200 machine); unset, the "
+     "topology tests only check that NVLink counts and peer access agree."},
+    {"GPUCOMM_TRACES_DIR", "",
+     "Tests only: folder of the shared reference traces (default: the first shared/traces folder beside the repository "
+     "or above it); the trace tests skip with a reason when none is found."},
     {"GPUCOMM_HEAP_SIZE", "128M", "Bytes of symmetric heap per PE (K, M, G suffixes)."},
-    {"GPUCOMM_HEAP_MAPPING", "auto", "How GPU PEs map each other's heaps: `vmm` (cuMemCreate, file descriptors passed over Unix sockets, cuMemMap), `ipc` (cudaMalloc + CUDA IPC handles) or `auto` (vmm when every PE supports it)."},
-    {"GPUCOMM_TRANSPORT", "auto", "Forces the path of one-sided operations to every peer: `direct` (loads, stores and SM copies into mapped heaps), `proxy-cpu` (CPU proxy threads: copy engine or CPU copies), `proxy-gpu` (GPU service block: SM copies), `ucx` (UCX, also between PEs of one node) or `auto` (direct where reachable, UCX across nodes)."},
-    {"GPUCOMM_PROXY_THREADS", "1", "CPU proxy threads per PE (the same on every PE when UCX is in use: each thread has its own UCX worker)."},
-    {"GPUCOMM_PROXY_CPUS", "", "CPUs the proxy threads are pinned to, one per thread in turn (`2,3` or `4-7`); default: the CPUs of the GPU's NUMA node (GPU PEs), not pinned (host-memory PEs)."},
-    {"GPUCOMM_PROXY_QUEUES", "32", "Descriptor queues of device-side operations per GPU PE when a proxy serves it; a block (or warp) posts to queue index % queues."},
+    {"GPUCOMM_HEAP_MAPPING", "auto",
+     "How GPU PEs map each other's heaps: `vmm` (cuMemCreate, file descriptors passed over Unix sockets, cuMemMap), "
+     "`ipc` (cudaMalloc + CUDA IPC handles) or `auto` (vmm when every PE supports it)."},
+    {"GPUCOMM_TRANSPORT", "auto",
+     "Forces the path of one-sided operations to every peer: `direct` (loads, stores and SM copies into mapped heaps), "
+     "`proxy-cpu` (CPU proxy threads: copy engine or CPU copies), `proxy-gpu` (GPU service block: SM copies), `ucx` "
+     "(UCX, also between PEs of one node) or `auto` (direct where reachable, UCX across nodes)."},
+    {"GPUCOMM_PROXY_THREADS", "1",
+     "CPU proxy threads per PE (the same on every PE when UCX is in use: each thread has its own UCX worker)."},
+    {"GPUCOMM_PROXY_CPUS", "",
+     "CPUs the proxy threads are pinned to, one per thread in turn (`2,3` or `4-7`); default: the CPUs of the GPU's "
+     "NUMA node (GPU PEs), not pinned (host-memory PEs)."},
+    {"GPUCOMM_PROXY_QUEUES", "32",
+     "Descriptor queues of device-side operations per GPU PE when a proxy serves it; a block (or warp) posts to queue "
+     "index % queues."},
     {"GPUCOMM_PROXY_QUEUE_PER", "block", "Which group shares a descriptor queue: `block` or `warp`."},
     {"GPUCOMM_PROXY_QUEUE_DEPTH", "1024", "Entries per descriptor queue (a power of two)."},
-    {"GPUCOMM_PROXY_RING", "auto", "Where descriptor rings live: `host` (pinned host memory), `device` (GPU memory; a CPU proxy then reads it with copies) or `auto` (host for the CPU proxy, device for the GPU service agent)."},
-    {"GPUCOMM_PROXY_DOORBELL", "0", "Doorbell batching: producers ring the doorbell every N entries and on quiet; 0: the agent polls the entries' stamps."},
-    {"GPUCOMM_PROXY_IDLE_US", "50", "Longest sleep of an idle CPU proxy thread in microseconds (0: spin; lower is faster after idling, higher saves CPU)."},
+    {"GPUCOMM_PROXY_RING", "auto",
+     "Where descriptor rings live: `host` (pinned host memory), `device` (GPU memory; a CPU proxy then reads it with "
+     "copies) or `auto` (host for the CPU proxy, device for the GPU service agent)."},
+    {"GPUCOMM_PROXY_DOORBELL", "0",
+     "Doorbell batching: producers ring the doorbell every N entries and on quiet; 0: the agent polls the entries' "
+     "stamps."},
+    {"GPUCOMM_PROXY_IDLE_US", "50",
+     "Longest sleep of an idle CPU proxy thread in microseconds (0: spin; lower is faster after idling, higher saves "
+     "CPU)."},
     {"GPUCOMM_AGENT_BLOCKS", "1", "Blocks of the GPU service agent (transport proxy-gpu)."},
-    {"GPUCOMM_AGENT_THREADS", "256", "Threads per block of the GPU service agent; each warp serves a share of the queues."},
-    {"GPUCOMM_AGENT_IDLE_US", "500", "The GPU service agent leaves the GPU after this many microseconds without work and is started again by the next post (0: it stays until finalize; then cudaFree and cudaDeviceSynchronize wait for finalize)."},
+    {"GPUCOMM_AGENT_THREADS", "256",
+     "Threads per block of the GPU service agent; each warp serves a share of the queues."},
+    {"GPUCOMM_AGENT_IDLE_US", "500",
+     "The GPU service agent leaves the GPU after this many microseconds without work and is started again by the next "
+     "post (0: it stays until finalize; then cudaFree and cudaDeviceSynchronize wait for finalize)."},
 };
 
 std::once_flag g_warn_once;
@@ -59,7 +100,9 @@ std::once_flag g_warn_once;
 }
 }  // namespace
 
-std::span<const Variable> known_variables() noexcept { return kVariables; }
+std::span<const Variable> known_variables() noexcept {
+  return kVariables;
+}
 
 std::optional<std::string> get(const char* name) {
   const char* v = std::getenv(name);
@@ -82,11 +125,24 @@ int64_t get_int(const char* name, int64_t fallback) {
   int64_t mult = 1;
   if (*end) {
     switch (*end) {
-      case 'k': case 'K': mult = 1LL << 10; break;
-      case 'm': case 'M': mult = 1LL << 20; break;
-      case 'g': case 'G': mult = 1LL << 30; break;
-      case 't': case 'T': mult = 1LL << 40; break;
-      default: bad_value(name, *v, "an integer with an optional K, M, G or T suffix");
+      case 'k':
+      case 'K':
+        mult = 1LL << 10;
+        break;
+      case 'm':
+      case 'M':
+        mult = 1LL << 20;
+        break;
+      case 'g':
+      case 'G':
+        mult = 1LL << 30;
+        break;
+      case 't':
+      case 'T':
+        mult = 1LL << 40;
+        break;
+      default:
+        bad_value(name, *v, "an integer with an optional K, M, G or T suffix");
     }
     ++end;
     if (*end == 'i' || *end == 'B') ++end;
@@ -122,7 +178,10 @@ std::vector<std::string> unknown_variables() {
     std::string name(*e, eq ? static_cast<size_t>(eq - *e) : std::strlen(*e));
     bool known = false;
     for (const auto& v : kVariables)
-      if (name == v.name) { known = true; break; }
+      if (name == v.name) {
+        known = true;
+        break;
+      }
     if (!known) out.push_back(name);
   }
   return out;

@@ -20,30 +20,41 @@ std::string compose(Errc code, const std::string& call, const std::string& detai
 
 const char* errc_name(Errc c) noexcept {
   switch (c) {
-    case Errc::invalid_argument: return "invalid argument";
-    case Errc::timeout: return "timeout";
-    case Errc::peer_failure: return "peer failure";
-    case Errc::protocol: return "protocol error";
-    case Errc::system: return "system error";
-    case Errc::cuda: return "CUDA error";
-    case Errc::unsupported: return "unsupported";
-    case Errc::out_of_memory: return "out of memory";
-    case Errc::internal: return "internal error";
+    case Errc::invalid_argument:
+      return "invalid argument";
+    case Errc::timeout:
+      return "timeout";
+    case Errc::peer_failure:
+      return "peer failure";
+    case Errc::protocol:
+      return "protocol error";
+    case Errc::system:
+      return "system error";
+    case Errc::cuda:
+      return "CUDA error";
+    case Errc::unsupported:
+      return "unsupported";
+    case Errc::out_of_memory:
+      return "out of memory";
+    case Errc::internal:
+      return "internal error";
   }
   return "unknown";
 }
 
 Error::Error(Errc code, std::string call, std::string detail, int rank)
     : std::runtime_error(compose(code, call, detail, rank)),
-      code_(code), call_(std::move(call)), detail_(std::move(detail)), rank_(rank) {}
+      code_(code),
+      call_(std::move(call)),
+      detail_(std::move(detail)),
+      rank_(rank) {}
 
 void raise(Errc code, const std::string& call, const std::string& detail) {
   throw Error(code, call, detail, process_rank());
 }
 
 void raise_errno(const std::string& call, int err, const std::string& detail) {
-  std::string d = detail.empty() ? std::string(std::strerror(err))
-                                 : detail + ": " + std::strerror(err);
+  std::string d = detail.empty() ? std::string(std::strerror(err)) : detail + ": " + std::strerror(err);
   raise(Errc::system, call, d);
 }
 
@@ -55,7 +66,11 @@ void set_process_rank(int rank, int size) noexcept {
   g_rank.store(rank);
   g_size.store(size);
 }
-int process_rank() noexcept { return g_rank.load(); }
-int process_size() noexcept { return g_size.load(); }
+int process_rank() noexcept {
+  return g_rank.load();
+}
+int process_size() noexcept {
+  return g_size.load();
+}
 
 }  // namespace gpucomm

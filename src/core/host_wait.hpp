@@ -38,10 +38,12 @@ void host_wait(Ready&& ready, const JobLiveness* b, int64_t timeout_ms, Describe
     if ((spins & 63) == 0) {
       if (b && b->failed()) raise(Errc::peer_failure, describe(), "aborted: " + b->failure());
       if (timeout_ms > 0) {
-        auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+        auto waited =
+            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
         if (waited >= timeout_ms)
           raise(Errc::timeout, describe(),
-                "timed out after " + std::to_string(waited / 1000.0).substr(0, 6) + " s (GPUCOMM_TIMEOUT sets the limit)");
+                "timed out after " + std::to_string(waited / 1000.0).substr(0, 6) +
+                    " s (GPUCOMM_TIMEOUT sets the limit)");
       }
     }
   }

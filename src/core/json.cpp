@@ -18,10 +18,17 @@ size_t utf8_sequence_length(std::string_view s, size_t i) {
   size_t n;
   uint32_t cp;
   if (c < 0x80) return 1;
-  if ((c & 0xE0) == 0xC0) { n = 2; cp = c & 0x1F; }
-  else if ((c & 0xF0) == 0xE0) { n = 3; cp = c & 0x0F; }
-  else if ((c & 0xF8) == 0xF0) { n = 4; cp = c & 0x07; }
-  else return 0;
+  if ((c & 0xE0) == 0xC0) {
+    n = 2;
+    cp = c & 0x1F;
+  } else if ((c & 0xF0) == 0xE0) {
+    n = 3;
+    cp = c & 0x0F;
+  } else if ((c & 0xF8) == 0xF0) {
+    n = 4;
+    cp = c & 0x07;
+  } else
+    return 0;
   if (i + n > s.size()) return 0;
   for (size_t k = 1; k < n; ++k) {
     if ((byte(i + k) & 0xC0) != 0x80) return 0;
@@ -41,14 +48,36 @@ std::string JsonWriter::quote(std::string_view s) {
   for (size_t i = 0; i < s.size();) {
     unsigned char c = static_cast<unsigned char>(s[i]);
     switch (c) {
-      case '"': out += "\\\""; ++i; continue;
-      case '\\': out += "\\\\"; ++i; continue;
-      case '\b': out += "\\b"; ++i; continue;
-      case '\f': out += "\\f"; ++i; continue;
-      case '\n': out += "\\n"; ++i; continue;
-      case '\r': out += "\\r"; ++i; continue;
-      case '\t': out += "\\t"; ++i; continue;
-      default: break;
+      case '"':
+        out += "\\\"";
+        ++i;
+        continue;
+      case '\\':
+        out += "\\\\";
+        ++i;
+        continue;
+      case '\b':
+        out += "\\b";
+        ++i;
+        continue;
+      case '\f':
+        out += "\\f";
+        ++i;
+        continue;
+      case '\n':
+        out += "\\n";
+        ++i;
+        continue;
+      case '\r':
+        out += "\\r";
+        ++i;
+        continue;
+      case '\t':
+        out += "\\t";
+        ++i;
+        continue;
+      default:
+        break;
     }
     if (c < 0x20) {
       char buf[8];
@@ -103,10 +132,22 @@ void JsonWriter::close(bool object, char bracket) {
   out_ += bracket;
 }
 
-JsonWriter& JsonWriter::begin_object() { open(true, '{'); return *this; }
-JsonWriter& JsonWriter::end_object() { close(true, '}'); return *this; }
-JsonWriter& JsonWriter::begin_array() { open(false, '['); return *this; }
-JsonWriter& JsonWriter::end_array() { close(false, ']'); return *this; }
+JsonWriter& JsonWriter::begin_object() {
+  open(true, '{');
+  return *this;
+}
+JsonWriter& JsonWriter::end_object() {
+  close(true, '}');
+  return *this;
+}
+JsonWriter& JsonWriter::begin_array() {
+  open(false, '[');
+  return *this;
+}
+JsonWriter& JsonWriter::end_array() {
+  close(false, ']');
+  return *this;
+}
 
 JsonWriter& JsonWriter::key(std::string_view k) {
   if (open_.empty() || !open_.back().object || after_key_)
@@ -119,9 +160,15 @@ JsonWriter& JsonWriter::key(std::string_view k) {
   return *this;
 }
 
-JsonWriter& JsonWriter::value(std::string_view s) { return raw(quote(s)); }
-JsonWriter& JsonWriter::value(bool b) { return raw(b ? "true" : "false"); }
-JsonWriter& JsonWriter::null() { return raw("null"); }
+JsonWriter& JsonWriter::value(std::string_view s) {
+  return raw(quote(s));
+}
+JsonWriter& JsonWriter::value(bool b) {
+  return raw(b ? "true" : "false");
+}
+JsonWriter& JsonWriter::null() {
+  return raw("null");
+}
 
 JsonWriter& JsonWriter::value(double d) {
   if (!std::isfinite(d)) return null();

@@ -15,7 +15,8 @@ Level initial_level() {
   Level l = Level::warn;
   if (const char* v = std::getenv("GPUCOMM_LOG_LEVEL")) {
     if (!parse_level(v, &l))
-      std::fprintf(stderr, "[gpucomm] warning: GPUCOMM_LOG_LEVEL='%s' is not one of error, warn, info, debug, trace\n", v);
+      std::fprintf(stderr, "[gpucomm] warning: GPUCOMM_LOG_LEVEL='%s' is not one of error, warn, info, debug, trace\n",
+                   v);
   }
   return l;
 }
@@ -25,26 +26,42 @@ std::atomic<int>& level_ref() {
 }
 const char* tag(Level l) {
   switch (l) {
-    case Level::error: return "error";
-    case Level::warn: return "warn";
-    case Level::info: return "info";
-    case Level::debug: return "debug";
-    case Level::trace: return "trace";
+    case Level::error:
+      return "error";
+    case Level::warn:
+      return "warn";
+    case Level::info:
+      return "info";
+    case Level::debug:
+      return "debug";
+    case Level::trace:
+      return "trace";
   }
   return "?";
 }
 }  // namespace
 
-Level level() noexcept { return static_cast<Level>(level_ref().load(std::memory_order_relaxed)); }
-void set_level(Level l) noexcept { level_ref().store(static_cast<int>(l)); }
-bool enabled(Level l) noexcept { return static_cast<int>(l) <= level_ref().load(std::memory_order_relaxed); }
+Level level() noexcept {
+  return static_cast<Level>(level_ref().load(std::memory_order_relaxed));
+}
+void set_level(Level l) noexcept {
+  level_ref().store(static_cast<int>(l));
+}
+bool enabled(Level l) noexcept {
+  return static_cast<int>(l) <= level_ref().load(std::memory_order_relaxed);
+}
 
 bool parse_level(const std::string& text, Level* out) noexcept {
-  static const struct { const char* name; Level l; } table[] = {
-      {"error", Level::error}, {"warn", Level::warn}, {"warning", Level::warn}, {"info", Level::info},
-      {"debug", Level::debug}, {"trace", Level::trace}};
+  static const struct {
+    const char* name;
+    Level l;
+  } table[] = {{"error", Level::error}, {"warn", Level::warn},   {"warning", Level::warn},
+               {"info", Level::info},   {"debug", Level::debug}, {"trace", Level::trace}};
   for (const auto& e : table)
-    if (text == e.name) { *out = e.l; return true; }
+    if (text == e.name) {
+      *out = e.l;
+      return true;
+    }
   return false;
 }
 

@@ -15,7 +15,7 @@ namespace gpucomm::heap {
 namespace {
 
 struct PeRecord {
-  int32_t vmm_ok;     // VMM with POSIX fd handles works on this PE's device
+  int32_t vmm_ok;  // VMM with POSIX fd handles works on this PE's device
   int32_t device;
   uint64_t granularity;
   uint64_t region_bytes;  // region size under VMM (granularity-aligned)
@@ -52,7 +52,8 @@ bool probe_vmm(int device, PeRecord& rec) {
   if (!fd) return why("the device cannot export POSIX file descriptor handles");
   CUmemAllocationProp prop = vmm_prop(device);
   size_t gran = 0;
-  if (d->mem_get_allocation_granularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) != CUDA_SUCCESS || gran == 0)
+  if (d->mem_get_allocation_granularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) != CUDA_SUCCESS ||
+      gran == 0)
     return why("cuMemGetAllocationGranularity failed");
   rec.granularity = gran;
   return true;
@@ -89,11 +90,14 @@ DeviceHeap::DeviceHeap(bootstrap::Bootstrap& b, const std::vector<int>& node_of,
   bool all_vmm = true;
   std::string first_no;
   for (int r = 0; r < n; ++r) {
-    if (all[static_cast<size_t>(r)].size() != sizeof(PeRecord)) raise(Errc::protocol, "DeviceHeap", "malformed heap record");
+    if (all[static_cast<size_t>(r)].size() != sizeof(PeRecord))
+      raise(Errc::protocol, "DeviceHeap", "malformed heap record");
     std::memcpy(&recs[static_cast<size_t>(r)], all[static_cast<size_t>(r)].data(), sizeof(PeRecord));
     if (!recs[static_cast<size_t>(r)].vmm_ok && all_vmm) {
       all_vmm = false;
-      first_no = "rank " + std::to_string(r) + ": " + std::string(recs[static_cast<size_t>(r)].why, strnlen(recs[static_cast<size_t>(r)].why, sizeof mine.why));
+      first_no =
+          "rank " + std::to_string(r) + ": " +
+          std::string(recs[static_cast<size_t>(r)].why, strnlen(recs[static_cast<size_t>(r)].why, sizeof mine.why));
     }
   }
   mapping_ = all_vmm ? "vmm" : "ipc";
@@ -124,9 +128,10 @@ DeviceHeap::DeviceHeap(bootstrap::Bootstrap& b, const std::vector<int>& node_of,
     // Zero the region (control block included) before anyone uses it.
     check_cuda(cudaMemset(own_region_, 0, region_bytes_), "cudaMemset", "zeroing the GPU heap");
     check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize", "zeroing the GPU heap");
-    check_cuda(cudaMalloc(reinterpret_cast<void**>(&device_peer_bases_), sizeof(char*) * static_cast<size_t>(n)), "cudaMalloc",
-               "peer table");
-    check_cuda(cudaMemcpy(device_peer_bases_, peer_bases_.data(), sizeof(char*) * static_cast<size_t>(n), cudaMemcpyHostToDevice),
+    check_cuda(cudaMalloc(reinterpret_cast<void**>(&device_peer_bases_), sizeof(char*) * static_cast<size_t>(n)),
+               "cudaMalloc", "peer table");
+    check_cuda(cudaMemcpy(device_peer_bases_, peer_bases_.data(), sizeof(char*) * static_cast<size_t>(n),
+                          cudaMemcpyHostToDevice),
                "cudaMemcpy", "peer table");
   } catch (...) {
     release();
@@ -191,7 +196,8 @@ void DeviceHeap::map_vmm(bootstrap::Bootstrap& b, const std::vector<int>& local,
     CUmemGenericAllocationHandle ph = h;
     CUresult res = CUDA_SUCCESS;
     if (r != me) {
-      res = d.mem_import(&ph, reinterpret_cast<void*>(static_cast<uintptr_t>(fds[i][0])), CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+      res = d.mem_import(&ph, reinterpret_cast<void*>(static_cast<uintptr_t>(fds[i][0])),
+                         CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
       if (res == CUDA_SUCCESS) m.handle = ph;
     }
     ::close(fds[i][0]);
@@ -217,9 +223,11 @@ void DeviceHeap::map_vmm(bootstrap::Bootstrap& b, const std::vector<int>& local,
       if (m.va) d.mem_address_free(m.va, bytes);
       if (m.handle) d.mem_release(m.handle);
       std::string why = std::string(step) + ": " + (text ? text : "error");
-      if (r == me) error = "mapping this PE's own GPU heap failed: " + why;
-      else GPUCOMM_LOG(warn, "rank " << r << "'s GPU heap cannot be mapped on device " << device_ << " (" << why
-                                     << "); it is unreachable from this PE");
+      if (r == me)
+        error = "mapping this PE's own GPU heap failed: " + why;
+      else
+        GPUCOMM_LOG(warn, "rank " << r << "'s GPU heap cannot be mapped on device " << device_ << " (" << why
+                                  << "); it is unreachable from this PE");
       continue;
     }
     vmm_.push_back(m);
@@ -239,7 +247,9 @@ void DeviceHeap::map_ipc(bootstrap::Bootstrap& b, const std::vector<int>& node_o
     if (char* a = ipc_->address(static_cast<int>(r))) peer_bases_[r] = a + control_bytes_;
 }
 
-DeviceHeap::~DeviceHeap() { release(); }
+DeviceHeap::~DeviceHeap() {
+  release();
+}
 
 void DeviceHeap::release() {
   if (device_peer_bases_) (void)cudaFree(device_peer_bases_);

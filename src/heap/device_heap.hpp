@@ -22,8 +22,8 @@ class DeviceHeap final : public SymmetricHeap {
  public:
   // Collective over the world. `device` is this PE's (current) CUDA device. Each region holds
   // `control_bytes` (the runtime's per-PE control block) before the `user_bytes` of the heap.
-  DeviceHeap(bootstrap::Bootstrap& b, const std::vector<int>& node_of, int device, size_t control_bytes, size_t user_bytes,
-             const std::string& job_tag, const std::string& mapping);
+  DeviceHeap(bootstrap::Bootstrap& b, const std::vector<int>& node_of, int device, size_t control_bytes,
+             size_t user_bytes, const std::string& job_tag, const std::string& mapping);
   ~DeviceHeap() override;
   MemoryKind kind() const override { return MemoryKind::device; }
 

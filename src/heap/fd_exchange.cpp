@@ -1,9 +1,9 @@
 #include "gpucomm/heap/fd_exchange.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -69,7 +69,8 @@ std::vector<int> recv_fds(int sock, int from_rank) {
   while ((r = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC)) < 0) {
     if (errno != EINTR) raise_errno("fd exchange: recvmsg", errno, "from rank " + std::to_string(from_rank));
   }
-  if (r != sizeof n) raise(Errc::peer_failure, "fd exchange", "rank " + std::to_string(from_rank) + " closed the connection");
+  if (r != sizeof n)
+    raise(Errc::peer_failure, "fd exchange", "rank " + std::to_string(from_rank) + " closed the connection");
   std::vector<int> fds;
   for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
     if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
@@ -78,8 +79,9 @@ std::vector<int> recv_fds(int sock, int from_rank) {
     std::memcpy(fds.data(), CMSG_DATA(c), count * sizeof(int));
   }
   if (fds.size() != n || (msg.msg_flags & MSG_CTRUNC))
-    raise(Errc::protocol, "fd exchange", "rank " + std::to_string(from_rank) + " sent " + std::to_string(n) +
-                                             " descriptors, received " + std::to_string(fds.size()));
+    raise(Errc::protocol, "fd exchange",
+          "rank " + std::to_string(from_rank) + " sent " + std::to_string(n) + " descriptors, received " +
+              std::to_string(fds.size()));
   return fds;
 }
 
@@ -111,9 +113,12 @@ std::vector<std::vector<int>> exchange_fds(bootstrap::Bootstrap& b, const std::v
     try {
       auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
       for (size_t served = 0; served < peers;) {
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
-        if (left <= 0) raise(Errc::timeout, "fd exchange", "rank " + std::to_string(me) + " served " +
-                                                               std::to_string(served) + " of " + std::to_string(peers) + " local peers");
+        auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+        if (left <= 0)
+          raise(Errc::timeout, "fd exchange",
+                "rank " + std::to_string(me) + " served " + std::to_string(served) + " of " + std::to_string(peers) +
+                    " local peers");
         pollfd p{lfd, POLLIN, 0};
         if (::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 200))) <= 0) {
           if (b.failed()) raise(Errc::peer_failure, "fd exchange", b.failure());

@@ -11,7 +11,8 @@
 
 namespace gpucomm::heap {
 
-HostHeap::HostHeap(bootstrap::Bootstrap& b, const std::vector<int>& node_of, size_t user_bytes, const std::string& job_tag) {
+HostHeap::HostHeap(bootstrap::Bootstrap& b, const std::vector<int>& node_of, size_t user_bytes,
+                   const std::string& job_tag) {
   const int me = b.rank(), n = b.size();
   GPUCOMM_CHECK_ARG(user_bytes > 0 && user_bytes <= (size_t(1) << 44), "HostHeap", "GPUCOMM_HEAP_SIZE",
                     std::to_string(user_bytes) + " bytes is not a usable heap size");

@@ -17,7 +17,8 @@ struct Record {
 };
 }  // namespace
 
-IpcShare::IpcShare(bootstrap::Bootstrap& b, const std::vector<int>& node_of, void* local, size_t bytes, const std::string& what) {
+IpcShare::IpcShare(bootstrap::Bootstrap& b, const std::vector<int>& node_of, void* local, size_t bytes,
+                   const std::string& what) {
   const int me = b.rank(), n = b.size();
   CUdeviceptr base = 0;
   size_t alloc_bytes = 0;
@@ -25,8 +26,9 @@ IpcShare::IpcShare(bootstrap::Bootstrap& b, const std::vector<int>& node_of, voi
            "cuMemGetAddressRange", what + ": the pointer is not device memory allocated with cudaMalloc");
   Record mine{};
   check_cuda(cudaIpcGetMemHandle(&mine.handle, reinterpret_cast<void*>(base)), "cudaIpcGetMemHandle",
-             what + " (CUDA IPC shares cudaMalloc allocations; memory from cuMemCreate or cudaMallocAsync pools cannot be "
-                    "shared this way: allocate it with cudaMalloc or inside the symmetric heap)");
+             what +
+                 " (CUDA IPC shares cudaMalloc allocations; memory from cuMemCreate or cudaMallocAsync pools cannot be "
+                 "shared this way: allocate it with cudaMalloc or inside the symmetric heap)");
   mine.offset = reinterpret_cast<uintptr_t>(local) - base;
   mine.bytes = bytes;
   auto all = b.allgather(std::string(reinterpret_cast<const char*>(&mine), sizeof mine));
@@ -34,11 +36,13 @@ IpcShare::IpcShare(bootstrap::Bootstrap& b, const std::vector<int>& node_of, voi
   std::string error;
   for (int r = 0; r < n; ++r) {
     Record rec;
-    if (all[static_cast<size_t>(r)].size() != sizeof rec) raise(Errc::protocol, what, "malformed IPC record from rank " + std::to_string(r));
+    if (all[static_cast<size_t>(r)].size() != sizeof rec)
+      raise(Errc::protocol, what, "malformed IPC record from rank " + std::to_string(r));
     std::memcpy(&rec, all[static_cast<size_t>(r)].data(), sizeof rec);
     if (rec.bytes != bytes)
-      raise(Errc::invalid_argument, what, "rank " + std::to_string(r) + " shares " + std::to_string(rec.bytes) +
-                                              " bytes, this PE " + std::to_string(bytes) + " (the call is collective and symmetric)");
+      raise(Errc::invalid_argument, what,
+            "rank " + std::to_string(r) + " shares " + std::to_string(rec.bytes) + " bytes, this PE " +
+                std::to_string(bytes) + " (the call is collective and symmetric)");
     if (r == me) {
       addresses_[static_cast<size_t>(r)] = static_cast<char*>(local);
       continue;

@@ -13,7 +13,8 @@ class IpcShare {
  public:
   // Collective over the world. `local` points anywhere inside a cudaMalloc allocation (the
   // offset from the allocation's start is carried along); `bytes` must be the same on every PE.
-  IpcShare(bootstrap::Bootstrap& b, const std::vector<int>& node_of, void* local, size_t bytes, const std::string& what);
+  IpcShare(bootstrap::Bootstrap& b, const std::vector<int>& node_of, void* local, size_t bytes,
+           const std::string& what);
   ~IpcShare();
   IpcShare(const IpcShare&) = delete;
   IpcShare& operator=(const IpcShare&) = delete;

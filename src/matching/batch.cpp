@@ -16,7 +16,9 @@ void put_queue(std::ostringstream& os, const char* name, const std::vector<Envel
   if (q.size() > limit) os << " ...";
   os << "\n";
 }
-bool same(const Envelope& a, const Envelope& b) { return same_key(a, b) && a.handle == b.handle; }
+bool same(const Envelope& a, const Envelope& b) {
+  return same_key(a, b) && a.handle == b.handle;
+}
 
 void diff_queue(std::ostringstream& os, const char* name, const std::vector<Envelope>& e,
                 const std::vector<Envelope>& a) {

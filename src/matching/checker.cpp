@@ -61,8 +61,8 @@ std::string check_legal_matching(const Batch& b, const Outcome& out) {
     const Match& m = out.matches[i];
     auto mi = msgs.find(m.msg);
     auto ri = recvs.find(m.recv);
-    std::string where = "match " + std::to_string(i) + " (msg #" + std::to_string(m.msg) + ", recv #" +
-                        std::to_string(m.recv) + "): ";
+    std::string where =
+        "match " + std::to_string(i) + " (msg #" + std::to_string(m.msg) + ", recv #" + std::to_string(m.recv) + "): ";
     if (mi == msgs.end() || ri == recvs.end()) return where + "unknown handle";
     if (mi->second.used) return where + "message used twice";
     if (ri->second.used) return where + "receive used twice";
@@ -129,8 +129,10 @@ Outcome merge_partitions(const Batch& whole, const std::vector<Outcome>& parts) 
   for (const auto& p : parts) {
     for (const auto& m : p.matches) {
       size_t rr = recv_rank.at(m.recv);
-      if (rr < old_prq) phase1.push_back({msg_rank.at(m.msg), m});
-      else phase2.push_back({rr, m});
+      if (rr < old_prq)
+        phase1.push_back({msg_rank.at(m.msg), m});
+      else
+        phase2.push_back({rr, m});
     }
     for (const auto& e : p.umq) umq.push_back({msg_rank.at(e.handle), e});
     for (const auto& e : p.prq) prq.push_back({recv_rank.at(e.handle), e});

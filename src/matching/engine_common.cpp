@@ -8,10 +8,14 @@ namespace gpucomm::matching {
 
 const char* engine_name(Engine e) {
   switch (e) {
-    case Engine::mpi: return "mpi";
-    case Engine::no_unexpected: return "no_unexpected";
-    case Engine::partitioned: return "partitioned";
-    case Engine::hash: return "hash";
+    case Engine::mpi:
+      return "mpi";
+    case Engine::no_unexpected:
+      return "no_unexpected";
+    case Engine::partitioned:
+      return "partitioned";
+    case Engine::hash:
+      return "hash";
   }
   return "?";
 }

@@ -2,8 +2,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "gpucomm/core/error.hpp"
 #include "gpucomm/core/cuda_check.hpp"
+#include "gpucomm/core/error.hpp"
 #include "gpucomm/matching/engine.hpp"
 #include "gpucomm/matching/hash_match_device.cuh"
 #include "gpucomm/matching/match_device.cuh"
@@ -78,8 +78,10 @@ __global__ void __launch_bounds__(kWarpKernelThreads) warp_kernel(SetView v) {
   const uint32_t warps = gridDim.x * (kWarpKernelThreads / 32);
   for (uint32_t i = blockIdx.x * (kWarpKernelThreads / 32) + coop::warp_id(); i < v.count; i += warps) {
     const MatchJob job = job_of(v, i);
-    if (kMode == 2) match_partitioned(coop::Warp{}, job, s[coop::warp_id()]);
-    else match_ordered(coop::Warp{}, job, s[coop::warp_id()], kMode == 1);
+    if (kMode == 2)
+      match_partitioned(coop::Warp{}, job, s[coop::warp_id()]);
+    else
+      match_ordered(coop::Warp{}, job, s[coop::warp_id()], kMode == 1);
   }
 }
 
@@ -139,8 +141,9 @@ struct DeviceBatchSet::Impl {
   DeviceArray<uint32_t> table;
 
   SetView view() const {
-    return SetView{d_desc.ptr, static_cast<uint32_t>(desc.size()), umq.ptr, prq.ptr, msgs.ptr, recvs.ptr,
-                   matches.ptr, scratch.ptr, table.ptr};
+    return SetView{
+        d_desc.ptr, static_cast<uint32_t>(desc.size()), umq.ptr, prq.ptr, msgs.ptr, recvs.ptr, matches.ptr, scratch.ptr,
+        table.ptr};
   }
 };
 
@@ -220,8 +223,12 @@ DeviceBatchSet::DeviceBatchSet(const std::vector<Batch>& batches) : impl_(std::m
 }
 
 DeviceBatchSet::~DeviceBatchSet() = default;
-size_t DeviceBatchSet::size() const { return impl_->desc.size(); }
-size_t DeviceBatchSet::max_targets() const { return impl_->max_targets; }
+size_t DeviceBatchSet::size() const {
+  return impl_->desc.size();
+}
+size_t DeviceBatchSet::max_targets() const {
+  return impl_->max_targets;
+}
 
 void DeviceBatchSet::restore(cudaStream_t stream) {
   Impl& m = *impl_;
@@ -242,11 +249,15 @@ void DeviceBatchSet::run(Engine e, cudaStream_t stream, const RunOptions& o) {
     case Engine::mpi:
     case Engine::no_unexpected:
       if (warp_level) {
-        if (e == Engine::mpi) warp_kernel<0><<<grid_for(n, warps_per_block), kWarpKernelThreads, 0, stream>>>(v);
-        else warp_kernel<1><<<grid_for(n, warps_per_block), kWarpKernelThreads, 0, stream>>>(v);
+        if (e == Engine::mpi)
+          warp_kernel<0><<<grid_for(n, warps_per_block), kWarpKernelThreads, 0, stream>>>(v);
+        else
+          warp_kernel<1><<<grid_for(n, warps_per_block), kWarpKernelThreads, 0, stream>>>(v);
       } else {
-        if (e == Engine::mpi) block_kernel<false><<<grid_for(n, 1), kBlockThreads, 0, stream>>>(v);
-        else block_kernel<true><<<grid_for(n, 1), kBlockThreads, 0, stream>>>(v);
+        if (e == Engine::mpi)
+          block_kernel<false><<<grid_for(n, 1), kBlockThreads, 0, stream>>>(v);
+        else
+          block_kernel<true><<<grid_for(n, 1), kBlockThreads, 0, stream>>>(v);
       }
       GPUCOMM_CUDA_CHECK_LAUNCH(std::string(engine_name(e)) + (warp_level ? " warp kernel" : " block kernel"));
       break;

@@ -35,14 +35,23 @@ uint32_t ListMatcher::alloc(const Envelope& e, bool is_recv) {
 
 void ListMatcher::append(List& l, uint32_t n) {
   nodes_[n].prev = l.tail;
-  if (l.tail != kNil) nodes_[l.tail].next = n; else l.head = n;
+  if (l.tail != kNil)
+    nodes_[l.tail].next = n;
+  else
+    l.head = n;
   l.tail = n;
 }
 
 void ListMatcher::unlink(List& l, uint32_t n) {
   Node& x = nodes_[n];
-  if (x.prev != kNil) nodes_[x.prev].next = x.next; else l.head = x.next;
-  if (x.next != kNil) nodes_[x.next].prev = x.prev; else l.tail = x.prev;
+  if (x.prev != kNil)
+    nodes_[x.prev].next = x.next;
+  else
+    l.head = x.next;
+  if (x.next != kNil)
+    nodes_[x.next].prev = x.prev;
+  else
+    l.tail = x.prev;
   free_.push_back(n);
 }
 
@@ -121,8 +130,12 @@ std::vector<Envelope> ListMatcher::export_list(bool prq) const {
   return out;
 }
 
-std::vector<Envelope> ListMatcher::umq() const { return export_list(false); }
-std::vector<Envelope> ListMatcher::prq() const { return export_list(true); }
+std::vector<Envelope> ListMatcher::umq() const {
+  return export_list(false);
+}
+std::vector<Envelope> ListMatcher::prq() const {
+  return export_list(true);
+}
 
 Outcome ListMatcher::run(const Batch& b) {
   ListMatcher m;

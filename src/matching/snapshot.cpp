@@ -1,5 +1,4 @@
 #include "gpucomm/matching/snapshot.hpp"
-#include "gpucomm/trace/queue_snapshot.hpp"
 
 #include <cctype>
 #include <cstdlib>
@@ -9,6 +8,7 @@
 #include <sstream>
 
 #include "gpucomm/core/error.hpp"
+#include "gpucomm/trace/queue_snapshot.hpp"
 
 namespace gpucomm::matching {
 namespace {
@@ -160,8 +160,10 @@ std::vector<Snapshot> parse_snapshots(const std::string& text, const std::string
     if (s.kind != Value::object) r.fail(at + " is not an object");
     Snapshot snap;
     if (auto it = s.fields.find("app"); it != s.fields.end()) {
-      if (it->second.kind == Value::string) snap.app = it->second.str;
-      else if (it->second.kind == Value::number) snap.app = std::to_string(static_cast<long long>(it->second.num));
+      if (it->second.kind == Value::string)
+        snap.app = it->second.str;
+      else if (it->second.kind == Value::number)
+        snap.app = std::to_string(static_cast<long long>(it->second.num));
     }
     if (auto it = s.fields.find("rank"); it != s.fields.end() && it->second.kind == Value::number)
       snap.rank = static_cast<int64_t>(it->second.num);

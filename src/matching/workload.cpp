@@ -8,7 +8,9 @@ namespace {
 int32_t pick(std::mt19937_64& rng, int32_t n) {
   return static_cast<int32_t>(std::uniform_int_distribution<int32_t>(0, n > 0 ? n - 1 : 0)(rng));
 }
-bool chance(std::mt19937_64& rng, double p) { return p > 0 && std::uniform_real_distribution<double>(0, 1)(rng) < p; }
+bool chance(std::mt19937_64& rng, double p) {
+  return p > 0 && std::uniform_real_distribution<double>(0, 1)(rng) < p;
+}
 }  // namespace
 
 Batch random_batch(const WorkloadSpec& s, std::mt19937_64& rng) {
@@ -35,9 +37,12 @@ Batch random_batch(const WorkloadSpec& s, std::mt19937_64& rng) {
 
 const char* order_name(Order o) {
   switch (o) {
-    case Order::best: return "best";
-    case Order::average: return "average";
-    case Order::worst: return "worst";
+    case Order::best:
+      return "best";
+    case Order::average:
+      return "average";
+    case Order::worst:
+      return "worst";
   }
   return "?";
 }

@@ -1,5 +1,4 @@
 #include "copy_engine_kernels.hpp"
-
 #include "gpucomm/base/ordering_device.cuh"
 
 namespace gpucomm::proxy {
@@ -14,7 +13,8 @@ __global__ void signal_at_kernel(uint64_t* addr, uint64_t value, SignalOp op) {
   mem::signal<mem::kSystem>(addr, op, value);
 }
 
-__global__ void atomic_at_kernel(AtomicOp op, unsigned width, void* addr, uint64_t operand, uint64_t compare, uint64_t* result) {
+__global__ void atomic_at_kernel(AtomicOp op, unsigned width, void* addr, uint64_t operand, uint64_t compare,
+                                 uint64_t* result) {
   mem::fence<mem::kSystem>(mem::seq_cst);  // as above: after the stream's earlier copies
   const uint64_t old = mem::apply_atomic<mem::kSystem>(addr, width, op, operand, compare, mem::acq_rel);
   // Read by the proxy thread after the stream's event completed.
@@ -25,7 +25,8 @@ __global__ void atomic_at_kernel(AtomicOp op, unsigned width, void* addr, uint64
 
 cudaError_t preload_copy_engine_kernels() {
   cudaFuncAttributes a;
-  for (const void* f : {reinterpret_cast<const void*>(signal_at_kernel), reinterpret_cast<const void*>(atomic_at_kernel)})
+  for (const void* f :
+       {reinterpret_cast<const void*>(signal_at_kernel), reinterpret_cast<const void*>(atomic_at_kernel)})
     if (cudaError_t e = cudaFuncGetAttributes(&a, f); e != cudaSuccess) return e;
   return cudaSuccess;
 }
@@ -35,8 +36,8 @@ cudaError_t launch_signal_at(uint64_t* addr, uint64_t value, SignalOp op, cudaSt
   return cudaGetLastError();
 }
 
-cudaError_t launch_atomic_at(AtomicOp op, unsigned width, void* addr, uint64_t operand, uint64_t compare, uint64_t* result,
-                             cudaStream_t s) {
+cudaError_t launch_atomic_at(AtomicOp op, unsigned width, void* addr, uint64_t operand, uint64_t compare,
+                             uint64_t* result, cudaStream_t s) {
   atomic_at_kernel<<<1, 1, 0, s>>>(op, width, addr, operand, compare, result);
   return cudaGetLastError();
 }

@@ -18,7 +18,7 @@ cudaError_t preload_copy_engine_kernels();
 cudaError_t launch_signal_at(uint64_t* addr, uint64_t value, SignalOp op, cudaStream_t s);
 // One AtomicOp (4 or 8 bytes; operand order of ops.hpp) on the word at `addr`; the old value
 // (zero-extended) lands in *result when it is not null.
-cudaError_t launch_atomic_at(AtomicOp op, unsigned width, void* addr, uint64_t operand, uint64_t compare, uint64_t* result,
-                             cudaStream_t s);
+cudaError_t launch_atomic_at(AtomicOp op, unsigned width, void* addr, uint64_t operand, uint64_t compare,
+                             uint64_t* result, cudaStream_t s);
 
 }  // namespace gpucomm::proxy

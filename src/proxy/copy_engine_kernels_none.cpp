@@ -4,8 +4,14 @@
 
 namespace gpucomm::proxy {
 
-cudaError_t preload_copy_engine_kernels() { return cudaSuccess; }
-cudaError_t launch_signal_at(uint64_t*, uint64_t, SignalOp, cudaStream_t) { return cudaErrorNotSupported; }
-cudaError_t launch_atomic_at(AtomicOp, unsigned, void*, uint64_t, uint64_t, uint64_t*, cudaStream_t) { return cudaErrorNotSupported; }
+cudaError_t preload_copy_engine_kernels() {
+  return cudaSuccess;
+}
+cudaError_t launch_signal_at(uint64_t*, uint64_t, SignalOp, cudaStream_t) {
+  return cudaErrorNotSupported;
+}
+cudaError_t launch_atomic_at(AtomicOp, unsigned, void*, uint64_t, uint64_t, uint64_t*, cudaStream_t) {
+  return cudaErrorNotSupported;
+}
 
 }  // namespace gpucomm::proxy

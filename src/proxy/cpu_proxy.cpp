@@ -85,8 +85,8 @@ struct CpuProxy::Impl {
     store_release(q.v.fault_ticket, ticket);
     store_release(q.v.fault_field, static_cast<uint32_t>(field));
     store_release(q.v.status, static_cast<uint32_t>(f));
-    note_failure("queue " + std::to_string(q.v.queue_id) + " ticket " + std::to_string(ticket) + ": " + fault_name(f) + " (field " +
-                 field_name(field) + "): " + why);
+    note_failure("queue " + std::to_string(q.v.queue_id) + " ticket " + std::to_string(ticket) + ": " + fault_name(f) +
+                 " (field " + field_name(field) + "): " + why);
   }
 
   // Reads and starts the ready entries of `q`; returns how many it started.
@@ -150,10 +150,12 @@ struct CpuProxy::Impl {
       for (int c : w.cpus)
         if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &set);
       if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0)
-        GPUCOMM_LOG(warn, "proxy: could not pin a thread to CPU(s) " << w.cpus.front() << (w.cpus.size() > 1 ? "..." : ""));
+        GPUCOMM_LOG(warn,
+                    "proxy: could not pin a thread to CPU(s) " << w.cpus.front() << (w.cpus.size() > 1 ? "..." : ""));
     }
     if (opts.device >= 0 && cudaSetDevice(opts.device) != cudaSuccess) {
-      fail_all(w, QueueFault::agent_stopped, "the proxy thread could not make CUDA device " + std::to_string(opts.device) + " current");
+      fail_all(w, QueueFault::agent_stopped,
+               "the proxy thread could not make CUDA device " + std::to_string(opts.device) + " current");
       w.alive.store(false, std::memory_order_release);
       return;
     }
@@ -179,7 +181,8 @@ struct CpuProxy::Impl {
       } else if (idle < 256) {
         sched_yield();
       } else {
-        std::this_thread::sleep_for(std::chrono::microseconds(std::min<int64_t>(opts.idle_sleep_us, static_cast<int64_t>(idle - 255))));
+        std::this_thread::sleep_for(
+            std::chrono::microseconds(std::min<int64_t>(opts.idle_sleep_us, static_cast<int64_t>(idle - 255))));
       }
       if ((round & 255) == 0 && opts.liveness && opts.liveness->failed()) {
         fail_all(w, QueueFault::agent_stopped, "the job failed: " + opts.liveness->failure());
@@ -187,7 +190,8 @@ struct CpuProxy::Impl {
       }
       if (stop.load(std::memory_order_acquire)) {
         if (drain_deadline == Clock::time_point{})
-          drain_deadline = Clock::now() + std::chrono::milliseconds(opts.timeout_ms > 0 ? opts.timeout_ms : INT64_C(1) << 40);
+          drain_deadline =
+              Clock::now() + std::chrono::milliseconds(opts.timeout_ms > 0 ? opts.timeout_ms : INT64_C(1) << 40);
         if (quiet(w)) break;
         if (Clock::now() > drain_deadline) {
           fail_all(w, QueueFault::agent_stopped, "the proxy stopped with entries outstanding (drain timed out)");
@@ -207,9 +211,11 @@ struct CpuProxy::Impl {
   }
 };
 
-CpuProxy::CpuProxy(std::vector<QueueView> queues, const HeapGeometry& geometry, const ExecutorFactory& make, CpuProxyOptions opts)
+CpuProxy::CpuProxy(std::vector<QueueView> queues, const HeapGeometry& geometry, const ExecutorFactory& make,
+                   CpuProxyOptions opts)
     : impl_(std::make_unique<Impl>()) {
-  GPUCOMM_CHECK_ARG(opts.threads >= 1 && opts.threads <= 256, "CpuProxy", "threads", std::to_string(opts.threads) + " is outside 1..256");
+  GPUCOMM_CHECK_ARG(opts.threads >= 1 && opts.threads <= 256, "CpuProxy", "threads",
+                    std::to_string(opts.threads) + " is outside 1..256");
   impl_->geometry = geometry;
   impl_->opts = std::move(opts);
   const int nt = impl_->opts.threads;
@@ -261,7 +267,8 @@ CpuProxyStats CpuProxy::stats() const {
   CpuProxyStats s;
   for (auto& w : impl_->workers) {
     s.executed += w->executed.load(std::memory_order_relaxed);
-    s.cpu_seconds += w->alive.load(std::memory_order_acquire) ? thread_cpu_seconds(w->th.native_handle()) : w->cpu_final;
+    s.cpu_seconds +=
+        w->alive.load(std::memory_order_acquire) ? thread_cpu_seconds(w->th.native_handle()) : w->cpu_final;
   }
   s.wall_seconds = std::chrono::duration<double>(Clock::now() - impl_->started).count();
   return s;

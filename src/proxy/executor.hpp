@@ -18,7 +18,9 @@ namespace gpucomm::proxy {
 class DescriptorFault : public Error {
  public:
   DescriptorFault(QueueFault f, Field field, const std::string& detail)
-      : Error(f == QueueFault::transport ? Errc::peer_failure : Errc::invalid_argument, "proxy", detail), fault_(f), field_(field) {}
+      : Error(f == QueueFault::transport ? Errc::peer_failure : Errc::invalid_argument, "proxy", detail),
+        fault_(f),
+        field_(field) {}
   QueueFault fault() const { return fault_; }
   Field field() const { return field_; }
 

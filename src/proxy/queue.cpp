@@ -17,7 +17,9 @@ namespace gpucomm::proxy {
 namespace {
 enum class Where { host, pinned, device };
 constexpr size_t kLine = 128;
-size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+size_t round_up(size_t v, size_t a) {
+  return (v + a - 1) / a * a;
+}
 }  // namespace
 
 struct Queue::Block {
@@ -36,15 +38,19 @@ struct Queue::Block {
     switch (where) {
       case Where::host:
         host = static_cast<char*>(std::aligned_alloc(kLine, bytes));
-        if (!host) raise(Errc::out_of_memory, "proxy queue", "no host memory for a queue of " + std::to_string(bytes) + " bytes");
+        if (!host)
+          raise(Errc::out_of_memory, "proxy queue",
+                "no host memory for a queue of " + std::to_string(bytes) + " bytes");
         std::memset(host, 0, bytes);
         break;
       case Where::pinned: {
         void* p = nullptr;
-        check_cuda(cudaHostAlloc(&p, bytes, cudaHostAllocMapped | cudaHostAllocPortable), "cudaHostAlloc", "proxy queue words");
+        check_cuda(cudaHostAlloc(&p, bytes, cudaHostAllocMapped | cudaHostAllocPortable), "cudaHostAlloc",
+                   "proxy queue words");
         host = static_cast<char*>(p);
         std::memset(host, 0, bytes);
-        check_cuda(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev), p, 0), "cudaHostGetDevicePointer", "proxy queue words");
+        check_cuda(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev), p, 0), "cudaHostGetDevicePointer",
+                   "proxy queue words");
         break;
       }
       case Where::device:
@@ -70,8 +76,12 @@ struct Queue::Block {
   }
 };
 
-const char* placement_name(Placement p) { return p == Placement::device ? "device" : "host"; }
-const char* side_name(Side s) { return s == Side::gpu ? "gpu" : "cpu"; }
+const char* placement_name(Placement p) {
+  return p == Placement::device ? "device" : "host";
+}
+const char* side_name(Side s) {
+  return s == Side::gpu ? "gpu" : "cpu";
+}
 
 Placement parse_placement(const std::string& text, const char* what) {
   if (text == "host") return Placement::host;
@@ -136,8 +146,12 @@ Queue::Queue(const QueueConfig& cfg, uint32_t id) : cfg_(cfg) {
 
 Queue::~Queue() = default;
 
-uint32_t Queue::status() const { return std::atomic_ref<uint32_t>(*status_host_).load(std::memory_order_acquire); }
-uint64_t Queue::fault_ticket() const { return std::atomic_ref<uint64_t>(*fault_ticket_host_).load(std::memory_order_acquire); }
+uint32_t Queue::status() const {
+  return std::atomic_ref<uint32_t>(*status_host_).load(std::memory_order_acquire);
+}
+uint64_t Queue::fault_ticket() const {
+  return std::atomic_ref<uint64_t>(*fault_ticket_host_).load(std::memory_order_acquire);
+}
 Field Queue::fault_field() const {
   return static_cast<Field>(std::atomic_ref<uint32_t>(*fault_field_host_).load(std::memory_order_acquire));
 }
@@ -148,7 +162,7 @@ uint64_t read_word(const uint64_t* host, const uint64_t* any) {
   // The per-thread stream: this read must not wait for kernels on the application's streams.
   uint64_t v = 0;
   check_cuda(cudaMemcpyAsync(&v, any, sizeof v, cudaMemcpyDeviceToHost, cudaStreamPerThread), "cudaMemcpyAsync",
-                   "reading a proxy queue counter");
+             "reading a proxy queue counter");
   check_cuda(cudaStreamSynchronize(cudaStreamPerThread), "cudaStreamSynchronize", "reading a proxy queue counter");
   return v;
 }
@@ -165,6 +179,8 @@ void Queue::mark_stopped() {
 uint64_t Queue::head() const {
   return read_word(cfg_.producer == Side::cpu ? producer_.head : nullptr, producer_.head);
 }
-uint64_t Queue::completed() const { return read_word(completed_host_, producer_.completed); }
+uint64_t Queue::completed() const {
+  return read_word(completed_host_, producer_.completed);
+}
 
 }  // namespace gpucomm::proxy

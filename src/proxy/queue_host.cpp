@@ -11,7 +11,9 @@
 namespace gpucomm::proxy {
 
 namespace {
-uint64_t load_acquire(const uint64_t* p) { return std::atomic_ref<uint64_t>(*const_cast<uint64_t*>(p)).load(std::memory_order_acquire); }
+uint64_t load_acquire(const uint64_t* p) {
+  return std::atomic_ref<uint64_t>(*const_cast<uint64_t*>(p)).load(std::memory_order_acquire);
+}
 uint32_t status_of(const QueueView& q) {
   return std::atomic_ref<uint32_t>(*q.status).load(std::memory_order_acquire);
 }
@@ -28,38 +30,58 @@ std::string who(const HostWait& w, const QueueView& q) {
 
 const char* fault_name(QueueFault f) {
   switch (f) {
-    case QueueFault::none: return "none";
-    case QueueFault::bad_opcode: return "bad opcode";
-    case QueueFault::bad_pe: return "bad PE";
-    case QueueFault::out_of_heap: return "address outside the symmetric heap";
-    case QueueFault::bad_size: return "bad size or alignment";
-    case QueueFault::bad_address: return "bad local address";
-    case QueueFault::transport: return "transport failure";
-    case QueueFault::agent_stopped: return "agent stopped";
-    case QueueFault::unreachable: return "PE unreachable from this agent";
+    case QueueFault::none:
+      return "none";
+    case QueueFault::bad_opcode:
+      return "bad opcode";
+    case QueueFault::bad_pe:
+      return "bad PE";
+    case QueueFault::out_of_heap:
+      return "address outside the symmetric heap";
+    case QueueFault::bad_size:
+      return "bad size or alignment";
+    case QueueFault::bad_address:
+      return "bad local address";
+    case QueueFault::transport:
+      return "transport failure";
+    case QueueFault::agent_stopped:
+      return "agent stopped";
+    case QueueFault::unreachable:
+      return "PE unreachable from this agent";
   }
   return "unknown fault";
 }
 
 const char* field_name(Field f) {
   switch (f) {
-    case Field::none: return "-";
-    case Field::opcode: return "opcode";
-    case Field::op: return "op";
-    case Field::width: return "width";
-    case Field::pe: return "pe";
-    case Field::remote: return "remote";
-    case Field::local: return "local";
-    case Field::bytes: return "bytes";
-    case Field::sig: return "sig";
-    case Field::value: return "value";
+    case Field::none:
+      return "-";
+    case Field::opcode:
+      return "opcode";
+    case Field::op:
+      return "op";
+    case Field::width:
+      return "width";
+    case Field::pe:
+      return "pe";
+    case Field::remote:
+      return "remote";
+    case Field::local:
+      return "local";
+    case Field::bytes:
+      return "bytes";
+    case Field::sig:
+      return "sig";
+    case Field::value:
+      return "value";
   }
   return "?";
 }
 
-void raise_fault(uint32_t queue_id, QueueFault f, uint64_t ticket, Field field, const char* what, const std::string& agent_detail) {
-  std::string text = "proxy queue " + std::to_string(queue_id) + " failed at ticket " + std::to_string(ticket) + ": " + fault_name(f) +
-                     " (field " + field_name(field) + ")";
+void raise_fault(uint32_t queue_id, QueueFault f, uint64_t ticket, Field field, const char* what,
+                 const std::string& agent_detail) {
+  std::string text = "proxy queue " + std::to_string(queue_id) + " failed at ticket " + std::to_string(ticket) + ": " +
+                     fault_name(f) + " (field " + field_name(field) + ")";
   if (!agent_detail.empty()) text += ": " + agent_detail;
   const bool caller_fault = f != QueueFault::transport && f != QueueFault::agent_stopped;
   raise(caller_fault ? Errc::invalid_argument : Errc::peer_failure, what, text);
@@ -68,8 +90,10 @@ void raise_fault(uint32_t queue_id, QueueFault f, uint64_t ticket, Field field, 
 void check_queue(const QueueView& q, const char* what, const std::string& agent_detail) {
   const uint32_t s = status_of(q);
   if (s == 0) return;
-  raise_fault(q.queue_id, static_cast<QueueFault>(s), std::atomic_ref<uint64_t>(*q.fault_ticket).load(std::memory_order_relaxed),
-              static_cast<Field>(std::atomic_ref<uint32_t>(*q.fault_field).load(std::memory_order_relaxed)), what, agent_detail);
+  raise_fault(q.queue_id, static_cast<QueueFault>(s),
+              std::atomic_ref<uint64_t>(*q.fault_ticket).load(std::memory_order_relaxed),
+              static_cast<Field>(std::atomic_ref<uint32_t>(*q.fault_field).load(std::memory_order_relaxed)), what,
+              agent_detail);
 }
 
 uint64_t host_post(const QueueView& q, const Descriptor& d, const HostWait& w) {
@@ -89,8 +113,8 @@ uint64_t host_post(const QueueView& q, const Descriptor& d, const HostWait& w) {
         },
         w.liveness, w.timeout_ms,
         [&] {
-          return who(w, q) + ": waiting for space for ticket " + std::to_string(t) + " (agent consumed " + std::to_string(seen) +
-                 ", capacity " + std::to_string(q.capacity) + ")";
+          return who(w, q) + ": waiting for space for ticket " + std::to_string(t) + " (agent consumed " +
+                 std::to_string(seen) + ", capacity " + std::to_string(q.capacity) + ")";
         });
     check_queue(q, "proxy post");
     raise_max(q.consumed_cache, seen);

@@ -22,12 +22,16 @@ void RemoteExecutor::start(const Descriptor& d, uint64_t* done) {
   int stage = -1;
   try {
     switch (d.opcode) {
-      case Opcode::put: remote_->put(d.pe, off(d.remote), reinterpret_cast<const void*>(d.local), d.bytes, c); break;
+      case Opcode::put:
+        remote_->put(d.pe, off(d.remote), reinterpret_cast<const void*>(d.local), d.bytes, c);
+        break;
       case Opcode::put_inline:
         stage = take_stage(d.value);
         remote_->put(d.pe, off(d.remote), &staging_[static_cast<size_t>(stage)], d.bytes, c);
         break;
-      case Opcode::get: remote_->get(reinterpret_cast<void*>(d.local), d.pe, off(d.remote), d.bytes, c); break;
+      case Opcode::get:
+        remote_->get(reinterpret_cast<void*>(d.local), d.pe, off(d.remote), d.bytes, c);
+        break;
       case Opcode::put_signal:
         if (d.bytes) {
           remote_->put(d.pe, off(d.remote), reinterpret_cast<const void*>(d.local), d.bytes, transport::Completion{});
@@ -45,21 +49,24 @@ void RemoteExecutor::start(const Descriptor& d, uint64_t* done) {
         }
         break;
       case Opcode::atomic:
-        remote_->atomic(d.pe, off(d.remote), static_cast<AtomicOp>(d.op), d.width, d.value, d.compare, reinterpret_cast<uint64_t*>(d.local),
-                        c);
+        remote_->atomic(d.pe, off(d.remote), static_cast<AtomicOp>(d.op), d.width, d.value, d.compare,
+                        reinterpret_cast<uint64_t*>(d.local), c);
         break;
       case Opcode::fence:
         remote_->fence(d.pe);
         set_done(done);
         return;
-      case Opcode::nop: set_done(done); return;
+      case Opcode::nop:
+        set_done(done);
+        return;
     }
   } catch (const DescriptorFault&) {
     throw;
   } catch (const Error& e) {
     if (stage >= 0) free_stage_.push_back(stage);
     QueueFault f = e.code() == Errc::invalid_argument ? QueueFault::out_of_heap : QueueFault::transport;
-    throw DescriptorFault(f, f == QueueFault::transport ? Field::none : Field::remote, std::string(remote_->name()) + ": " + e.what());
+    throw DescriptorFault(f, f == QueueFault::transport ? Field::none : Field::remote,
+                          std::string(remote_->name()) + ": " + e.what());
   }
   pending_.push_back({done, stage});
 }

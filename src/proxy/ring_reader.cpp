@@ -22,7 +22,8 @@ const Descriptor* RingReader::ready(uint64_t t, uint64_t limit) {
   if (t >= limit) return nullptr;
   if (!staged_) {
     const Descriptor& e = v_.ring[t & (v_.capacity - 1)];
-    if (std::atomic_ref<uint64_t>(const_cast<uint64_t&>(e.stamp)).load(std::memory_order_acquire) != t + 1) return nullptr;
+    if (std::atomic_ref<uint64_t>(const_cast<uint64_t&>(e.stamp)).load(std::memory_order_acquire) != t + 1)
+      return nullptr;
     std::memcpy(static_cast<void*>(&entry_), &e, sizeof entry_);
     return &entry_;
   }
@@ -35,8 +36,8 @@ const Descriptor* RingReader::refill(uint64_t t, uint64_t limit) {
   uint64_t n = std::min<uint64_t>({kBatch, v_.capacity - idx, limit - t});
   stage_count_ = 0;
   auto copy = [&](uint64_t count) {
-    check_cuda(cudaMemcpy(stage_.data(), v_.ring + idx, count * sizeof(Descriptor), cudaMemcpyDeviceToHost), "cudaMemcpy",
-                     "reading the proxy ring in device memory");
+    check_cuda(cudaMemcpy(stage_.data(), v_.ring + idx, count * sizeof(Descriptor), cudaMemcpyDeviceToHost),
+               "cudaMemcpy", "reading the proxy ring in device memory");
   };
   copy(n);
   uint64_t k = 0;

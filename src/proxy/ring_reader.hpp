@@ -1,9 +1,9 @@
 #pragma once
 // How a CPU agent reads ring entries: directly when the ring is in host memory, through copies
-// when it is in device memory (a CPU cannot load device memory; ComP-Net (LeBeane et al., docs/REFERENCES.md) measures this layout as
-// the slow one). A staged read copies a batch of entries, checks their stamps, then copies the
-// ready prefix again: the second copy starts after the stamps were seen, so it sees the fields
-// the producer wrote before releasing them.
+// when it is in device memory (a CPU cannot load device memory; ComP-Net (LeBeane et al., docs/REFERENCES.md) measures
+// this layout as the slow one). A staged read copies a batch of entries, checks their stamps, then copies the ready
+// prefix again: the second copy starts after the stamps were seen, so it sees the fields the producer wrote before
+// releasing them.
 #include <cstdint>
 #include <vector>
 

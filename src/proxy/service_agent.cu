@@ -17,7 +17,9 @@
 namespace gpucomm::proxy {
 
 namespace {
-__global__ void service_agent_kernel(ServiceAgentParams p) { agent_detail::serve(p); }
+__global__ void service_agent_kernel(ServiceAgentParams p) {
+  agent_detail::serve(p);
+}
 
 struct DeviceWords {  // device memory of the agent
   uint32_t state;
@@ -77,10 +79,12 @@ struct ServiceAgent::State {
   }
 };
 
-ServiceAgent::ServiceAgent(std::vector<Queue*> queues, char* const* device_peer_bases, const HeapGeometry& geometry, ServiceAgentOptions opts)
+ServiceAgent::ServiceAgent(std::vector<Queue*> queues, char* const* device_peer_bases, const HeapGeometry& geometry,
+                           ServiceAgentOptions opts)
     : state_(std::make_unique<State>()) {
   GPUCOMM_CHECK_ARG(!queues.empty(), "ServiceAgent", "queues", "is empty");
-  GPUCOMM_CHECK_ARG(opts.blocks >= 1 && opts.blocks <= 1024, "ServiceAgent", "blocks", std::to_string(opts.blocks) + " is outside 1..1024");
+  GPUCOMM_CHECK_ARG(opts.blocks >= 1 && opts.blocks <= 1024, "ServiceAgent", "blocks",
+                    std::to_string(opts.blocks) + " is outside 1..1024");
   GPUCOMM_CHECK_ARG(opts.threads >= 32 && opts.threads <= 1024 && opts.threads % 32 == 0, "ServiceAgent", "threads",
                     std::to_string(opts.threads) + " is not a multiple of 32 in 32..1024");
   GPUCOMM_CHECK_ARG(opts.idle_us >= 0, "ServiceAgent", "idle_us", "is negative");
@@ -94,22 +98,28 @@ ServiceAgent::ServiceAgent(std::vector<Queue*> queues, char* const* device_peer_
                       "holds a queue that is not for GPU producers and a GPU agent");
     views.push_back(q->agent_view());
   }
-  check_cuda(cudaMalloc(reinterpret_cast<void**>(&s.device_views), sizeof(QueueView) * views.size()), "cudaMalloc", "agent queue table");
-  check_cuda(cudaMemcpy(s.device_views, views.data(), sizeof(QueueView) * views.size(), cudaMemcpyHostToDevice), "cudaMemcpy",
-                   "agent queue table");
+  check_cuda(cudaMalloc(reinterpret_cast<void**>(&s.device_views), sizeof(QueueView) * views.size()), "cudaMalloc",
+             "agent queue table");
+  check_cuda(cudaMemcpy(s.device_views, views.data(), sizeof(QueueView) * views.size(), cudaMemcpyHostToDevice),
+             "cudaMemcpy", "agent queue table");
   void* p = nullptr;
-  check_cuda(cudaHostAlloc(&p, 2 * sizeof(uint32_t), cudaHostAllocMapped), "cudaHostAlloc", "agent stop and wake words");
+  check_cuda(cudaHostAlloc(&p, 2 * sizeof(uint32_t), cudaHostAllocMapped), "cudaHostAlloc",
+             "agent stop and wake words");
   s.host_words = static_cast<uint32_t*>(p);
   s.host_words[0] = s.host_words[1] = 0;
-  check_cuda(cudaHostGetDevicePointer(reinterpret_cast<void**>(&s.stop_dev), p, 0), "cudaHostGetDevicePointer", "agent stop word");
+  check_cuda(cudaHostGetDevicePointer(reinterpret_cast<void**>(&s.stop_dev), p, 0), "cudaHostGetDevicePointer",
+             "agent stop word");
   s.wake_dev = s.stop_dev + 1;
   check_cuda(cudaMalloc(reinterpret_cast<void**>(&s.words), sizeof(DeviceWords)), "cudaMalloc", "agent words");
   check_cuda(cudaMemset(s.words, 0, sizeof(DeviceWords)), "cudaMemset", "agent words");
   check_cuda(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", "agent stream");
-  s.params = ServiceAgentParams{s.device_views, static_cast<int>(views.size()), device_peer_bases, geometry, s.stop_dev,
-                                &s.words->executed, &s.words->state, &s.words->leave, &s.words->last_work,
-                                static_cast<uint64_t>(opts.idle_us) * 1000u};
-  check_cuda(s.launch(), "service agent launch", std::to_string(opts.blocks) + " blocks of " + std::to_string(opts.threads));
+  s.params = ServiceAgentParams{s.device_views,      static_cast<int>(views.size()),
+                                device_peer_bases,   geometry,
+                                s.stop_dev,          &s.words->executed,
+                                &s.words->state,     &s.words->leave,
+                                &s.words->last_work, static_cast<uint64_t>(opts.idle_us) * 1000u};
+  check_cuda(s.launch(), "service agent launch",
+             std::to_string(opts.blocks) + " blocks of " + std::to_string(opts.threads));
   s.waker = std::thread([&s] { s.wake_loop(); });
 }
 
@@ -148,13 +158,18 @@ void ServiceAgent::stop() {
         return e != cudaErrorNotReady;
       },
       s.opts.liveness, s.opts.timeout_ms > 0 ? s.opts.timeout_ms + 5000 : 0,
-      [&] { return "rank " + std::to_string(s.opts.rank) + " stopping the GPU service agent: its warps did not return"; });
+      [&] {
+        return "rank " + std::to_string(s.opts.rank) + " stopping the GPU service agent: its warps did not return";
+      });
   for (Queue* q : s.queues) q->mark_stopped();
   check_cuda(e, "service agent", "the agent kernel failed");
-  if (!s.launch_error.empty()) raise(Errc::cuda, "service agent", "a restart after an idle exit failed: " + s.launch_error);
+  if (!s.launch_error.empty())
+    raise(Errc::cuda, "service agent", "a restart after an idle exit failed: " + s.launch_error);
 }
 
-bool ServiceAgent::running() const { return !state_->stopped; }
+bool ServiceAgent::running() const {
+  return !state_->stopped;
+}
 
 std::string ServiceAgent::failure() const {
   std::string out;
@@ -162,20 +177,22 @@ std::string ServiceAgent::failure() const {
     auto f = static_cast<QueueFault>(q->status());
     if (f == QueueFault::none || f == QueueFault::agent_stopped) continue;
     if (!out.empty()) out += "; ";
-    out += "queue " + std::to_string(q->producer_view().queue_id) + " ticket " + std::to_string(q->fault_ticket()) + ": " + fault_name(f) +
-           " (field " + field_name(q->fault_field()) + ")";
+    out += "queue " + std::to_string(q->producer_view().queue_id) + " ticket " + std::to_string(q->fault_ticket()) +
+           ": " + fault_name(f) + " (field " + field_name(q->fault_field()) + ")";
   }
   return out;
 }
 
 uint64_t ServiceAgent::executed() const {
   unsigned long long v = 0;
-  check_cuda(cudaMemcpyAsync(&v, &state_->words->executed, sizeof v, cudaMemcpyDeviceToHost, cudaStreamPerThread), "cudaMemcpyAsync",
-                   "agent counter");
+  check_cuda(cudaMemcpyAsync(&v, &state_->words->executed, sizeof v, cudaMemcpyDeviceToHost, cudaStreamPerThread),
+             "cudaMemcpyAsync", "agent counter");
   check_cuda(cudaStreamSynchronize(cudaStreamPerThread), "cudaStreamSynchronize", "agent counter");
   return v;
 }
 
-uint64_t ServiceAgent::launches() const { return state_->launches.load(std::memory_order_relaxed); }
+uint64_t ServiceAgent::launches() const {
+  return state_->launches.load(std::memory_order_relaxed);
+}
 
 }  // namespace gpucomm::proxy

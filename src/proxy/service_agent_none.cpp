@@ -11,10 +11,20 @@ ServiceAgent::ServiceAgent(std::vector<Queue*>, char* const*, const HeapGeometry
 }
 ServiceAgent::~ServiceAgent() = default;
 void ServiceAgent::stop() {}
-bool ServiceAgent::running() const { return false; }
-std::string ServiceAgent::failure() const { return {}; }
-uint64_t ServiceAgent::executed() const { return 0; }
-uint64_t ServiceAgent::launches() const { return 0; }
-QueueView ServiceAgent::producer_view(const Queue& q) const { return q.producer_view(); }
+bool ServiceAgent::running() const {
+  return false;
+}
+std::string ServiceAgent::failure() const {
+  return {};
+}
+uint64_t ServiceAgent::executed() const {
+  return 0;
+}
+uint64_t ServiceAgent::launches() const {
+  return 0;
+}
+QueueView ServiceAgent::producer_view(const Queue& q) const {
+  return q.producer_view();
+}
 
 }  // namespace gpucomm::proxy

@@ -12,8 +12,9 @@ namespace detail {
 
 std::string describe_device_failure(const DeviceDiag& d, uint64_t heap_bytes) {
   std::string where = "rank " + std::to_string(d.rank) + ", block (" + std::to_string(d.block[0]) + "," +
-                      std::to_string(d.block[1]) + "," + std::to_string(d.block[2]) + ") thread (" + std::to_string(d.thread[0]) +
-                      "," + std::to_string(d.thread[1]) + "," + std::to_string(d.thread[2]) + "): ";
+                      std::to_string(d.block[1]) + "," + std::to_string(d.block[2]) + ") thread (" +
+                      std::to_string(d.thread[0]) + "," + std::to_string(d.thread[1]) + "," +
+                      std::to_string(d.thread[2]) + "): ";
   std::string addr = d.in_heap ? "heap+" + hex(d.offset) : "address " + hex(d.offset);
   std::string op = device_op_name(d.op);
   switch (d.fault) {
@@ -22,10 +23,12 @@ std::string describe_device_failure(const DeviceDiag& d, uint64_t heap_bytes) {
       std::snprintf(secs, sizeof secs, "%.3f", static_cast<double>(d.elapsed_ns) / 1e9);
       if (d.queue != 0) {
         // A wait on a proxy queue: for space (consumed) or for completion (completed).
-        std::string s = where + op + (d.peer >= 0 ? " to PE " + std::to_string(d.peer) : std::string()) + ": proxy queue " +
-                        std::to_string(d.queue - 1) + (d.op == DeviceOp::proxy_post ? " had no space: the agent consumed " : ": the agent completed ") +
-                        std::to_string(d.seen) + " entries, waiting for " + std::to_string(d.expected) + "; timed out after " + secs +
-                        " s (GPUCOMM_TIMEOUT sets the limit; is the proxy running?)";
+        std::string s =
+            where + op + (d.peer >= 0 ? " to PE " + std::to_string(d.peer) : std::string()) + ": proxy queue " +
+            std::to_string(d.queue - 1) +
+            (d.op == DeviceOp::proxy_post ? " had no space: the agent consumed " : ": the agent completed ") +
+            std::to_string(d.seen) + " entries, waiting for " + std::to_string(d.expected) + "; timed out after " +
+            secs + " s (GPUCOMM_TIMEOUT sets the limit; is the proxy running?)";
         return s;
       }
       std::string s = where + op + " on " + addr;
@@ -42,8 +45,8 @@ std::string describe_device_failure(const DeviceDiag& d, uint64_t heap_bytes) {
         return where + op + ": PE " + std::to_string(static_cast<int64_t>(d.expected)) + " is outside 0.." +
                std::to_string(static_cast<int64_t>(d.seen) - 1);
       if (d.cmp == Cmp::le)
-        return where + op + ": " + addr + " (+" + std::to_string(d.expected) + " bytes) is not inside the symmetric heap of " +
-               std::to_string(d.seen ? d.seen : heap_bytes) + " bytes";
+        return where + op + ": " + addr + " (+" + std::to_string(d.expected) +
+               " bytes) is not inside the symmetric heap of " + std::to_string(d.seen ? d.seen : heap_bytes) + " bytes";
       return where + op + ": " + addr + " is not aligned to " + std::to_string(d.seen) + " bytes";
     case DeviceFault::proxy:
       return where + op + (d.peer >= 0 ? " to PE " + std::to_string(d.peer) : std::string()) + ": proxy queue " +
@@ -53,7 +56,8 @@ std::string describe_device_failure(const DeviceDiag& d, uint64_t heap_bytes) {
       static const char* const fields[] = {"magic", "version", "size"};
       const char* field = d.offset < 3 ? fields[d.offset] : "field";
       return where + op + ": the handle's " + field + " is " + std::to_string(d.seen) + ", these headers expect " +
-             std::to_string(d.expected) + " (a kernel built against other gpucomm headers than the library's, or a handle not made by gpucomm)";
+             std::to_string(d.expected) +
+             " (a kernel built against other gpucomm headers than the library's, or a handle not made by gpucomm)";
     }
     case DeviceFault::aborted: {
       char secs[32];
@@ -61,7 +65,8 @@ std::string describe_device_failure(const DeviceDiag& d, uint64_t heap_bytes) {
       return where + op + (d.peer >= 0 ? " waiting for PE " + std::to_string(d.peer) : std::string()) + " on " + addr +
              ": left after " + secs + " s because the job failed (PE " + std::to_string(d.seen) + " failed first)";
     }
-    case DeviceFault::none: break;
+    case DeviceFault::none:
+      break;
   }
   return where + op + ": unknown device failure";
 }

@@ -14,8 +14,8 @@ TeamHandle Runtime::device_team_checked(const Team& team, uint32_t version, size
   if (version != kHandleVersion || bytes != sizeof(TeamHandle))
     raise_arg("Runtime::device_team", "headers",
               "the program was compiled against gpucomm headers of handle version " + std::to_string(version) + " (" +
-                  std::to_string(bytes) + "-byte TeamHandle), this library has version " + std::to_string(kHandleVersion) +
-                  ": rebuild it against this library's headers");
+                  std::to_string(bytes) + "-byte TeamHandle), this library has version " +
+                  std::to_string(kHandleVersion) + ": rebuild it against this library's headers");
   const Team::State& s = *team.state_;
   TeamHandle t{};
   t.magic = kTeamMagic;
@@ -47,14 +47,17 @@ void Runtime::reset_team_slot(Team::State& s) {
   if (!gpu_) return;
   auto* control = reinterpret_cast<DeviceControl*>(heap_->base() - kDeviceControlBytes);
   const size_t slot = static_cast<size_t>(s.id);
-  check_cuda(cudaMemsetAsync(&control->team_epoch[slot], 0, sizeof(uint64_t), gpu_->stream), "cudaMemsetAsync", "team slot epoch");
-  check_cuda(cudaMemsetAsync(&control->team_round[slot][0], 0, sizeof(uint64_t) * kMaxBarrierRounds, gpu_->stream), "cudaMemsetAsync",
-             "team slot round words");
+  check_cuda(cudaMemsetAsync(&control->team_epoch[slot], 0, sizeof(uint64_t), gpu_->stream), "cudaMemsetAsync",
+             "team slot epoch");
+  check_cuda(cudaMemsetAsync(&control->team_round[slot][0], 0, sizeof(uint64_t) * kMaxBarrierRounds, gpu_->stream),
+             "cudaMemsetAsync", "team slot round words");
   // The member table for kernels (also for arithmetic teams: cheap, and device_team stays simple).
   void* table = nullptr;
   check_cuda(cudaMalloc(&table, sizeof(int32_t) * s.members.size()), "cudaMalloc", "team member table");
-  s.device_members = std::shared_ptr<const int32_t>(static_cast<const int32_t*>(table), [](const int32_t* p) { (void)cudaFree(const_cast<int32_t*>(p)); });
-  check_cuda(cudaMemcpyAsync(table, s.members.data(), sizeof(int32_t) * s.members.size(), cudaMemcpyHostToDevice, gpu_->stream),
+  s.device_members = std::shared_ptr<const int32_t>(static_cast<const int32_t*>(table),
+                                                    [](const int32_t* p) { (void)cudaFree(const_cast<int32_t*>(p)); });
+  check_cuda(cudaMemcpyAsync(table, s.members.data(), sizeof(int32_t) * s.members.size(), cudaMemcpyHostToDevice,
+                             gpu_->stream),
              "cudaMemcpyAsync", "team member table");
   check_cuda(cudaStreamSynchronize(gpu_->stream), "cudaStreamSynchronize", "team set-up");
 }

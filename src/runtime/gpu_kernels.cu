@@ -45,12 +45,13 @@ __device__ T apply_atomic(const DeviceHandle& h, AtomicOp op, T* dst, T operand,
   return detail::device_atomic<mem::kSystem>(h, dst, op, operand, compare, pe, op != AtomicOp::set);
 }
 
-__global__ void atomic_kernel(DeviceHandle h, AtomicOp op, unsigned width, void* dst, uint64_t operand, uint64_t compare, int pe,
-                              uint64_t* result) {
+__global__ void atomic_kernel(DeviceHandle h, AtomicOp op, unsigned width, void* dst, uint64_t operand,
+                              uint64_t compare, int pe, uint64_t* result) {
   mem::fence<mem::kSystem>(mem::seq_cst);  // host atomics are ordered after the PE's earlier operations
   uint64_t old;
   if (width == 4)
-    old = apply_atomic<uint32_t>(h, op, static_cast<uint32_t*>(dst), static_cast<uint32_t>(operand), static_cast<uint32_t>(compare), pe);
+    old = apply_atomic<uint32_t>(h, op, static_cast<uint32_t*>(dst), static_cast<uint32_t>(operand),
+                                 static_cast<uint32_t>(compare), pe);
   else
     old = apply_atomic<uint64_t>(h, op, static_cast<uint64_t*>(dst), operand, compare, pe);
   // The host reads the result after the stream synchronized.
@@ -59,7 +60,9 @@ __global__ void atomic_kernel(DeviceHandle h, AtomicOp op, unsigned width, void*
 
 }  // namespace
 
-bool gpu_kernels_built() { return true; }
+bool gpu_kernels_built() {
+  return true;
+}
 
 cudaError_t preload_kernels() {
   cudaFuncAttributes a;
@@ -92,8 +95,8 @@ cudaError_t launch_barrier(const DeviceHandle& h, const TeamHandle& team, cudaSt
   return cudaGetLastError();
 }
 
-cudaError_t launch_atomic(const DeviceHandle& h, AtomicOp op, unsigned width, void* dst, uint64_t operand, uint64_t compare, int pe,
-                          uint64_t* result, cudaStream_t s) {
+cudaError_t launch_atomic(const DeviceHandle& h, AtomicOp op, unsigned width, void* dst, uint64_t operand,
+                          uint64_t compare, int pe, uint64_t* result, cudaStream_t s) {
   atomic_kernel<<<1, 1, 0, s>>>(h, op, width, dst, operand, compare, pe, result);
   return cudaGetLastError();
 }

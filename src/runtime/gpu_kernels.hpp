@@ -26,8 +26,7 @@ cudaError_t launch_wait(const DeviceHandle& h, uint64_t* ivar, Cmp cmp, uint64_t
 cudaError_t launch_barrier(const DeviceHandle& h, const TeamHandle& team, cudaStream_t s);
 // One atomic of `width` bytes (4 or 8) on `pe`'s copy of `dst`; the old value lands in *result
 // (a device-accessible address, e.g. mapped pinned memory).
-cudaError_t launch_atomic(const DeviceHandle& h, AtomicOp op, unsigned width, void* dst, uint64_t operand, uint64_t compare, int pe,
-                          uint64_t* result, cudaStream_t s);
-
+cudaError_t launch_atomic(const DeviceHandle& h, AtomicOp op, unsigned width, void* dst, uint64_t operand,
+                          uint64_t compare, int pe, uint64_t* result, cudaStream_t s);
 
 }  // namespace gpucomm::detail

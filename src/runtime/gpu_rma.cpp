@@ -31,8 +31,8 @@ void Runtime::gpu_sync(const char* op) {
 }
 
 void Runtime::gpu_read(void* out, const void* device_src, size_t bytes) {
-  check_cuda(cudaMemcpyAsync(gpu_->result_host, device_src, bytes, cudaMemcpyDeviceToHost, gpu_->poll), "cudaMemcpyAsync",
-                   "reading a symmetric word");
+  check_cuda(cudaMemcpyAsync(gpu_->result_host, device_src, bytes, cudaMemcpyDeviceToHost, gpu_->poll),
+             "cudaMemcpyAsync", "reading a symmetric word");
   cudaError_t e = cudaStreamSynchronize(gpu_->poll);
   if (e != cudaSuccess) check_device();
   check_cuda(e, "cudaStreamSynchronize", "reading a symmetric word");
@@ -42,18 +42,20 @@ void Runtime::gpu_read(void* out, const void* device_src, size_t bytes) {
 void Runtime::gpu_copy(void* dst, const void* src, size_t bytes, const char* op) {
   if (bytes == 0) return;
   check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, gpu_->stream), "cudaMemcpyAsync",
-                   std::string(op) + " of " + std::to_string(bytes) + " bytes from " + hex(src) + " to " + hex(dst));
+             std::string(op) + " of " + std::to_string(bytes) + " bytes from " + hex(src) + " to " + hex(dst));
   gpu_sync(op);
 }
 
 void Runtime::gpu_signal(uint64_t* sig, uint64_t value, SignalOp op, int pe) {
-  check_cuda(detail::launch_signal(gpu_->handle, sig, value, op, pe, gpu_->stream), "signal", "launching the signal kernel");
+  check_cuda(detail::launch_signal(gpu_->handle, sig, value, op, pe, gpu_->stream), "signal",
+             "launching the signal kernel");
   gpu_sync("signal");
 }
 
-uint64_t Runtime::gpu_atomic(AtomicOp op, unsigned width, void* dst, uint64_t operand, uint64_t compare, int pe, const char* name) {
-  check_cuda(detail::launch_atomic(gpu_->handle, op, width, dst, operand, compare, pe, gpu_->result_dev, gpu_->stream), name,
-             "launching the atomic kernel");
+uint64_t Runtime::gpu_atomic(AtomicOp op, unsigned width, void* dst, uint64_t operand, uint64_t compare, int pe,
+                             const char* name) {
+  check_cuda(detail::launch_atomic(gpu_->handle, op, width, dst, operand, compare, pe, gpu_->result_dev, gpu_->stream),
+             name, "launching the atomic kernel");
   gpu_sync(name);
   // The kernel stored the result before the stream synchronization returned.
   return mem::host_load(gpu_->result_host, std::memory_order_acquire);
@@ -66,7 +68,8 @@ bool Runtime::gpu_all_reachable() const {
 }
 
 void Runtime::gpu_device_barrier(const Team& team) {
-  check_cuda(detail::launch_barrier(gpu_->handle, device_team(team), gpu_->stream), "barrier", "launching the barrier kernel");
+  check_cuda(detail::launch_barrier(gpu_->handle, device_team(team), gpu_->stream), "barrier",
+             "launching the barrier kernel");
   gpu_sync("barrier");
 }
 
@@ -74,12 +77,18 @@ template <class T>
 T Runtime::gpu_wait_until(T* ivar, Cmp cmp, T value) {
   auto ok = [&](T v) {
     switch (cmp) {
-      case Cmp::eq: return v == value;
-      case Cmp::ne: return v != value;
-      case Cmp::gt: return v > value;
-      case Cmp::ge: return v >= value;
-      case Cmp::lt: return v < value;
-      case Cmp::le: return v <= value;
+      case Cmp::eq:
+        return v == value;
+      case Cmp::ne:
+        return v != value;
+      case Cmp::gt:
+        return v > value;
+      case Cmp::ge:
+        return v >= value;
+      case Cmp::lt:
+        return v < value;
+      case Cmp::le:
+        return v <= value;
     }
     return false;
   };
@@ -93,8 +102,8 @@ T Runtime::gpu_wait_until(T* ivar, Cmp cmp, T value) {
       [&] {
         char off[32];
         std::snprintf(off, sizeof off, "0x%zx", heap_->offset_of(ivar));
-        return "rank " + std::to_string(rank_) + " wait_until(heap+" + off + " " + cmp_name(cmp) + " " + std::to_string(value) +
-               ", last seen " + std::to_string(seen) + ") on GPU " + std::to_string(device_id_);
+        return "rank " + std::to_string(rank_) + " wait_until(heap+" + off + " " + cmp_name(cmp) + " " +
+               std::to_string(value) + ", last seen " + std::to_string(seen) + ") on GPU " + std::to_string(device_id_);
       });
   return seen;
 }

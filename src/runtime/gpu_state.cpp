@@ -4,13 +4,12 @@
 #include <cstring>
 
 #include "core/cuda_driver.hpp"
-#include "heap/device_heap.hpp"
 #include "gpu_kernels.hpp"
 #include "gpucomm/base/ordering_host.hpp"
 #include "gpucomm/core/error.hpp"
+#include "heap/device_heap.hpp"
 
 namespace gpucomm {
-
 
 Runtime::GpuState::~GpuState() {
   registrations.clear();
@@ -24,20 +23,24 @@ Runtime::GpuState::~GpuState() {
 void Runtime::gpu_init() {
   check_cuda(detail::preload_kernels(), "preload_kernels", "loading gpucomm's kernels");
   auto g = std::make_unique<GpuState>();
-  check_cuda(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", "host operation stream");
+  check_cuda(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags",
+             "host operation stream");
   check_cuda(cudaStreamCreateWithFlags(&g->poll, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", "polling stream");
   void* p = nullptr;
   check_cuda(cudaHostAlloc(&p, sizeof(DeviceDiag), cudaHostAllocMapped), "cudaHostAlloc", "device diagnostic record");
   g->diag_host = static_cast<DeviceDiag*>(p);
   *g->diag_host = DeviceDiag{};
-  check_cuda(cudaHostGetDevicePointer(reinterpret_cast<void**>(&g->diag_dev), p, 0), "cudaHostGetDevicePointer", "diagnostic record");
+  check_cuda(cudaHostGetDevicePointer(reinterpret_cast<void**>(&g->diag_dev), p, 0), "cudaHostGetDevicePointer",
+             "diagnostic record");
   check_cuda(cudaHostAlloc(&p, 64, cudaHostAllocMapped), "cudaHostAlloc", "result slots");
   g->result_host = static_cast<uint64_t*>(p);
-  check_cuda(cudaHostGetDevicePointer(reinterpret_cast<void**>(&g->result_dev), p, 0), "cudaHostGetDevicePointer", "result slots");
+  check_cuda(cudaHostGetDevicePointer(reinterpret_cast<void**>(&g->result_dev), p, 0), "cudaHostGetDevicePointer",
+             "result slots");
   check_cuda(cudaHostAlloc(&p, sizeof(uint32_t), cudaHostAllocMapped), "cudaHostAlloc", "job-state word");
   g->job_state_host = static_cast<uint32_t*>(p);
   *g->job_state_host = 0;
-  check_cuda(cudaHostGetDevicePointer(reinterpret_cast<void**>(&g->job_state_dev), p, 0), "cudaHostGetDevicePointer", "job-state word");
+  check_cuda(cudaHostGetDevicePointer(reinterpret_cast<void**>(&g->job_state_dev), p, 0), "cudaHostGetDevicePointer",
+             "job-state word");
   auto* dh = static_cast<heap::DeviceHeap*>(heap_.get());
   DeviceHandle& h = g->handle;
   h.magic = kHandleMagic;
@@ -66,8 +69,9 @@ DeviceHandle Runtime::device_handle_checked(uint32_t version, size_t bytes) cons
   if (version != kHandleVersion || bytes != sizeof(DeviceHandle))
     raise_arg("Runtime::device_handle", "headers",
               "the program was compiled against gpucomm headers of handle version " + std::to_string(version) + " (" +
-                  std::to_string(bytes) + "-byte DeviceHandle), this library has version " + std::to_string(kHandleVersion) + " (" +
-                  std::to_string(sizeof(DeviceHandle)) + " bytes): rebuild it against this library's headers");
+                  std::to_string(bytes) + "-byte DeviceHandle), this library has version " +
+                  std::to_string(kHandleVersion) + " (" + std::to_string(sizeof(DeviceHandle)) +
+                  " bytes): rebuild it against this library's headers");
   return gpu_->handle;
 }
 

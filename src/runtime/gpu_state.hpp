@@ -6,8 +6,8 @@
 #include <map>
 #include <memory>
 
-#include "heap/ipc_share.hpp"
 #include "gpucomm/runtime/runtime.hpp"
+#include "heap/ipc_share.hpp"
 
 namespace gpucomm {
 

@@ -21,10 +21,9 @@ void Runtime::check_sym(const void* sym, size_t bytes, int pe, const char* op) c
   check_pe(pe, op);
   if (!heap_) raise(Errc::internal, op, "the runtime has no symmetric heap");
   if (!heap_->contains(sym, bytes))
-    raise_arg(op, "symmetric address", hex(sym) + " (+" + std::to_string(bytes) +
-                                           " bytes) is not inside the symmetric heap [" +
-                                           hex(heap_->base()) + ", +" +
-                                           std::to_string(heap_->size()) + ")");
+    raise_arg(op, "symmetric address",
+              hex(sym) + " (+" + std::to_string(bytes) + " bytes) is not inside the symmetric heap [" +
+                  hex(heap_->base()) + ", +" + std::to_string(heap_->size()) + ")");
 }
 
 char* Runtime::remote(const void* sym, size_t bytes, int pe, const char* op) const {
@@ -52,7 +51,8 @@ proxy::Descriptor descriptor(proxy::Opcode op, int pe, int64_t remote, const voi
 void Runtime::put(void* dst, const void* src, size_t bytes, int pe) {
   if (host_via_proxy(pe)) {
     check_sym(dst, bytes, pe, "put");
-    if (bytes) proxy_call(descriptor(proxy::Opcode::put, pe, static_cast<int64_t>(heap_->offset_of(dst)), src, bytes), "put");
+    if (bytes)
+      proxy_call(descriptor(proxy::Opcode::put, pe, static_cast<int64_t>(heap_->offset_of(dst)), src, bytes), "put");
     return;
   }
   char* r = remote(dst, bytes, pe, "put");
@@ -63,7 +63,8 @@ void Runtime::put(void* dst, const void* src, size_t bytes, int pe) {
 void Runtime::get(void* dst, const void* src, size_t bytes, int pe) {
   if (host_via_proxy(pe)) {
     check_sym(src, bytes, pe, "get");
-    if (bytes) proxy_call(descriptor(proxy::Opcode::get, pe, static_cast<int64_t>(heap_->offset_of(src)), dst, bytes), "get");
+    if (bytes)
+      proxy_call(descriptor(proxy::Opcode::get, pe, static_cast<int64_t>(heap_->offset_of(src)), dst, bytes), "get");
     return;
   }
   char* r = remote(src, bytes, pe, "get");
@@ -73,7 +74,8 @@ void Runtime::get(void* dst, const void* src, size_t bytes, int pe) {
 
 void Runtime::signal(uint64_t* sig, uint64_t value, SignalOp op, int pe) {
   check_sym(sig, sizeof(uint64_t), pe, "signal");
-  GPUCOMM_CHECK_ARG(reinterpret_cast<uintptr_t>(sig) % alignof(uint64_t) == 0, "signal", "sig", "is not 8-byte aligned");
+  GPUCOMM_CHECK_ARG(reinterpret_cast<uintptr_t>(sig) % alignof(uint64_t) == 0, "signal", "sig",
+                    "is not 8-byte aligned");
   if (host_via_proxy(pe)) {
     auto d = descriptor(proxy::Opcode::signal, pe, 0, nullptr, 0);
     d.sig = static_cast<int64_t>(heap_->offset_of(sig));
@@ -91,10 +93,11 @@ void Runtime::put_signal(void* dst, const void* src, size_t bytes, uint64_t* sig
   if (host_via_proxy(pe)) {
     check_sym(dst, bytes, pe, "put_signal");
     check_sym(sig, sizeof(uint64_t), pe, "put_signal");
-    GPUCOMM_CHECK_ARG(reinterpret_cast<uintptr_t>(sig) % alignof(uint64_t) == 0, "put_signal", "sig", "is not 8-byte aligned");
+    GPUCOMM_CHECK_ARG(reinterpret_cast<uintptr_t>(sig) % alignof(uint64_t) == 0, "put_signal", "sig",
+                      "is not 8-byte aligned");
     // One descriptor: the agent issues the signal once the data is complete at the target.
-    auto d = descriptor(bytes ? proxy::Opcode::put_signal : proxy::Opcode::signal, pe, static_cast<int64_t>(heap_->offset_of(dst)),
-                        bytes ? src : nullptr, bytes);
+    auto d = descriptor(bytes ? proxy::Opcode::put_signal : proxy::Opcode::signal, pe,
+                        static_cast<int64_t>(heap_->offset_of(dst)), bytes ? src : nullptr, bytes);
     d.sig = static_cast<int64_t>(heap_->offset_of(sig));
     d.op = static_cast<uint8_t>(op);
     d.value = value;
@@ -123,7 +126,8 @@ T Runtime::wait_until(T* ivar, Cmp cmp, std::type_identity_t<T> value) {
   if (gpu_) return gpu_wait_until(ivar, cmp, value);
   std::atomic_ref<T> word(*ivar);
   T seen = word.load(std::memory_order_acquire);
-  detail::host_wait([&] { return compare(seen = word.load(std::memory_order_acquire), cmp, value); }, *bootstrap_, timeout_ms_,
+  detail::host_wait([&] { return compare(seen = word.load(std::memory_order_acquire), cmp, value); }, *bootstrap_,
+                    timeout_ms_,
                     [&] {
                       return "rank " + std::to_string(rank_) + " wait_until(heap+" + hex(heap_->offset_of(ivar)) + " " +
                              cmp_name(cmp) + " " + std::to_string(value) + ", last seen " + std::to_string(seen) + ")";
@@ -147,7 +151,8 @@ bool Runtime::test(T* ivar, Cmp cmp, std::type_identity_t<T> value) {
 template <class T>
 T Runtime::host_atomic(AtomicOp op, const T* dst, T a, T b, int pe, const char* name) {
   check_sym(dst, sizeof(T), pe, name);
-  GPUCOMM_CHECK_ARG(reinterpret_cast<uintptr_t>(dst) % sizeof(T) == 0, name, "dst", "is not aligned to " + std::to_string(sizeof(T)) + " bytes");
+  GPUCOMM_CHECK_ARG(reinterpret_cast<uintptr_t>(dst) % sizeof(T) == 0, name, "dst",
+                    "is not aligned to " + std::to_string(sizeof(T)) + " bytes");
   if (host_via_proxy(pe)) {
     auto d = descriptor(proxy::Opcode::atomic, pe, static_cast<int64_t>(heap_->offset_of(dst)), nullptr, 0);
     d.op = static_cast<uint8_t>(op);
@@ -157,7 +162,9 @@ T Runtime::host_atomic(AtomicOp op, const T* dst, T a, T b, int pe, const char* 
     return static_cast<T>(proxy_call(d, name, true));
   }
   char* r = remote(dst, sizeof(T), pe, name);
-  if (gpu_) return static_cast<T>(gpu_atomic(op, sizeof(T), const_cast<T*>(dst), static_cast<uint64_t>(a), static_cast<uint64_t>(b), pe, name));
+  if (gpu_)
+    return static_cast<T>(
+        gpu_atomic(op, sizeof(T), const_cast<T*>(dst), static_cast<uint64_t>(a), static_cast<uint64_t>(b), pe, name));
   return static_cast<T>(mem::host_apply_atomic(r, sizeof(T), op, static_cast<uint64_t>(a), static_cast<uint64_t>(b)));
 }
 
@@ -235,24 +242,26 @@ void Runtime::host_barrier(Team::State& t) {
     int from = t.members[static_cast<size_t>((t.my_index - dist % n + n) % n)];
     std::atomic_ref<uint64_t>(hh->control(to)->barrier_flags[t.id][round]).fetch_add(1, std::memory_order_acq_rel);
     std::atomic_ref<uint64_t> flag(mine[round]);
-    detail::host_wait([&] { return flag.load(std::memory_order_acquire) >= epoch; }, *bootstrap_, timeout_ms_, [&] {
-      return "rank " + std::to_string(rank_) + " barrier of team " + std::to_string(t.id) + " (" + std::to_string(n) +
-             " PEs), round " + std::to_string(round) + ": waiting for rank " + std::to_string(from) + " (counter " +
-             std::to_string(flag.load()) + ", expected " + std::to_string(epoch) + ")";
-    });
+    detail::host_wait([&] { return flag.load(std::memory_order_acquire) >= epoch; }, *bootstrap_, timeout_ms_,
+                      [&] {
+                        return "rank " + std::to_string(rank_) + " barrier of team " + std::to_string(t.id) + " (" +
+                               std::to_string(n) + " PEs), round " + std::to_string(round) + ": waiting for rank " +
+                               std::to_string(from) + " (counter " + std::to_string(flag.load()) + ", expected " +
+                               std::to_string(epoch) + ")";
+                      });
   }
 }
 
-#define GPUCOMM_INSTANTIATE(T)                                          \
-  template T Runtime::wait_until<T>(T*, Cmp, std::type_identity_t<T>);  \
-  template bool Runtime::test<T>(T*, Cmp, std::type_identity_t<T>);     \
-  template T Runtime::atomic_fetch<T>(const T*, int);                    \
-  template void Runtime::atomic_set<T>(T*, T, int);                      \
-  template T Runtime::atomic_fetch_add<T>(T*, T, int);                   \
-  template T Runtime::atomic_swap<T>(T*, T, int);                        \
-  template T Runtime::atomic_compare_swap<T>(T*, T, T, int);             \
-  template T Runtime::atomic_fetch_and<T>(T*, T, int);                   \
-  template T Runtime::atomic_fetch_or<T>(T*, T, int);                    \
+#define GPUCOMM_INSTANTIATE(T)                                         \
+  template T Runtime::wait_until<T>(T*, Cmp, std::type_identity_t<T>); \
+  template bool Runtime::test<T>(T*, Cmp, std::type_identity_t<T>);    \
+  template T Runtime::atomic_fetch<T>(const T*, int);                  \
+  template void Runtime::atomic_set<T>(T*, T, int);                    \
+  template T Runtime::atomic_fetch_add<T>(T*, T, int);                 \
+  template T Runtime::atomic_swap<T>(T*, T, int);                      \
+  template T Runtime::atomic_compare_swap<T>(T*, T, T, int);           \
+  template T Runtime::atomic_fetch_and<T>(T*, T, int);                 \
+  template T Runtime::atomic_fetch_or<T>(T*, T, int);                  \
   template T Runtime::atomic_fetch_xor<T>(T*, T, int);
 GPUCOMM_INSTANTIATE(int32_t)
 GPUCOMM_INSTANTIATE(uint32_t)

@@ -3,17 +3,18 @@
 // semantics on every path). quiet() also drains the queues of device-side operations.
 #include <cuda_runtime_api.h>
 
-#include "gpu_state.hpp"
-#include "gpucomm/core/error.hpp"
 #include "core/host_wait.hpp"
+#include "gpu_state.hpp"
 #include "gpucomm/base/ordering_host.hpp"
+#include "gpucomm/core/error.hpp"
 #include "proxy_state.hpp"
 
 namespace gpucomm {
 
 uint64_t Runtime::proxy_call(proxy::Descriptor d, const char* op, bool want_result) {
   detail::ProxyState& P = *proxy_;
-  if (!P.host_queue) raise(Errc::internal, op, "no host queue although PE " + std::to_string(d.pe) + " is reached through the proxy");
+  if (!P.host_queue)
+    raise(Errc::internal, op, "no host queue although PE " + std::to_string(d.pe) + " is reached through the proxy");
   uint64_t result = 0;
   uint64_t* slot = &result;
   if (want_result) {
@@ -55,12 +56,13 @@ void Runtime::proxy_quiet() {
         },
         bootstrap_.get(), timeout_ms_,
         [&] {
-          return "rank " + std::to_string(rank_) + " quiet: waiting for proxy queue " + std::to_string(q->producer_view().queue_id) +
-                 " to complete " + std::to_string(head) + " entries (completed " + std::to_string(seen) + ")";
+          return "rank " + std::to_string(rank_) + " quiet: waiting for proxy queue " +
+                 std::to_string(q->producer_view().queue_id) + " to complete " + std::to_string(head) +
+                 " entries (completed " + std::to_string(seen) + ")";
         });
     if (seen < head) {
-      proxy::raise_fault(q->producer_view().queue_id, static_cast<proxy::QueueFault>(q->status()), q->fault_ticket(), q->fault_field(), "quiet",
-                         P.agent_failure());
+      proxy::raise_fault(q->producer_view().queue_id, static_cast<proxy::QueueFault>(q->status()), q->fault_ticket(),
+                         q->fault_field(), "quiet", P.agent_failure());
     }
   }
 }

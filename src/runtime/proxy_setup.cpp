@@ -24,11 +24,16 @@ namespace gpucomm {
 
 const char* route_name(Route r) {
   switch (r) {
-    case Route::direct: return "direct";
-    case Route::host_copy: return "host-copy";
-    case Route::copy_engine: return "copy-engine";
-    case Route::sm_agent: return "sm-agent";
-    case Route::ucx: return "ucx";
+    case Route::direct:
+      return "direct";
+    case Route::host_copy:
+      return "host-copy";
+    case Route::copy_engine:
+      return "copy-engine";
+    case Route::sm_agent:
+      return "sm-agent";
+    case Route::ucx:
+      return "ucx";
   }
   return "?";
 }
@@ -54,8 +59,10 @@ std::vector<int> parse_cpu_list(const std::string& text, const char* what) {
     char dash = 0;
     std::stringstream ps(part);
     ps >> a;
-    if (ps >> dash) ps >> b;
-    else b = a;
+    if (ps >> dash)
+      ps >> b;
+    else
+      b = a;
     if (a < 0 || b < a || (dash && dash != '-') || !ps.eof())
       raise_arg("proxy", what, "'" + text + "' is not a CPU list like 2,3,8-11");
     for (int c = a; c <= b; ++c) out.push_back(c);
@@ -65,36 +72,46 @@ std::vector<int> parse_cpu_list(const std::string& text, const char* what) {
 
 Route route_for(transport::Kind kind, bool reachable, bool gpu, int pe, int node, int my_node) {
   using transport::Kind;
-  const std::string where = "PE " + std::to_string(pe) + " (node " + std::to_string(node) + ", this PE's node " + std::to_string(my_node) + ")";
+  const std::string where = "PE " + std::to_string(pe) + " (node " + std::to_string(node) + ", this PE's node " +
+                            std::to_string(my_node) + ")";
   if (!reachable) {
     if (kind == Kind::direct)
-      raise(Errc::unsupported, "GPUCOMM_TRANSPORT=direct", where + " is not mapped into this process; direct needs every PE on this node");
+      raise(Errc::unsupported, "GPUCOMM_TRANSPORT=direct",
+            where + " is not mapped into this process; direct needs every PE on this node");
     if (kind == Kind::proxy_gpu)
-      raise(Errc::unsupported, "GPUCOMM_TRANSPORT=proxy-gpu", where + " is not mapped on this GPU; the GPU service agent reaches mapped PEs only");
+      raise(Errc::unsupported, "GPUCOMM_TRANSPORT=proxy-gpu",
+            where + " is not mapped on this GPU; the GPU service agent reaches mapped PEs only");
     return Route::ucx;
   }
   switch (kind) {
     case Kind::automatic:
-    case Kind::direct: return Route::direct;
-    case Kind::proxy_cpu: return gpu ? Route::copy_engine : Route::host_copy;
+    case Kind::direct:
+      return Route::direct;
+    case Kind::proxy_cpu:
+      return gpu ? Route::copy_engine : Route::host_copy;
     case Kind::proxy_gpu:
-      if (!gpu) raise(Errc::unsupported, "GPUCOMM_TRANSPORT=proxy-gpu", "the GPU service agent serves GPU PEs; this is a host-memory PE");
+      if (!gpu)
+        raise(Errc::unsupported, "GPUCOMM_TRANSPORT=proxy-gpu",
+              "the GPU service agent serves GPU PEs; this is a host-memory PE");
       return Route::sm_agent;
-    case Kind::ucx: return Route::ucx;
+    case Kind::ucx:
+      return Route::ucx;
   }
   return Route::direct;
 }
 
 int checked_int(const char* name, int64_t fallback, int64_t lo, int64_t hi) {
   int64_t v = env::get_int(name, fallback);
-  if (v < lo || v > hi) raise_arg("environment", name, std::to_string(v) + " is outside " + std::to_string(lo) + ".." + std::to_string(hi));
+  if (v < lo || v > hi)
+    raise_arg("environment", name, std::to_string(v) + " is outside " + std::to_string(lo) + ".." + std::to_string(hi));
   return static_cast<int>(v);
 }
 
 }  // namespace
 
 transport::Kind requested_transport(const RuntimeOptions& opts) {
-  return opts.transport.empty() ? transport::kind_from_env() : transport::parse_kind(opts.transport, "RuntimeOptions::transport");
+  return opts.transport.empty() ? transport::kind_from_env()
+                                : transport::parse_kind(opts.transport, "RuntimeOptions::transport");
 }
 
 namespace {
@@ -103,10 +120,18 @@ namespace {
 // runs in the same order on every PE.
 class ProxyBuilder {
  public:
-  ProxyBuilder(detail::ProxyState& P, bootstrap::Bootstrap& b, heap::SymmetricHeap& heap, DeviceHandle* handle, int rank, int size,
-               const std::vector<int>& node_of, int device, int64_t timeout_ms)
-      : P_(P), b_(b), heap_(heap), handle_(handle), rank_(rank), size_(size), node_of_(node_of), device_(device),
-        timeout_ms_(timeout_ms), gpu_(handle != nullptr) {}
+  ProxyBuilder(detail::ProxyState& P, bootstrap::Bootstrap& b, heap::SymmetricHeap& heap, DeviceHandle* handle,
+               int rank, int size, const std::vector<int>& node_of, int device, int64_t timeout_ms)
+      : P_(P),
+        b_(b),
+        heap_(heap),
+        handle_(handle),
+        rank_(rank),
+        size_(size),
+        node_of_(node_of),
+        device_(device),
+        timeout_ms_(timeout_ms),
+        gpu_(handle != nullptr) {}
 
   // 1. The transport: the same on every PE (collective).
   void agree_on_transport(const RuntimeOptions& opts) {
@@ -114,8 +139,8 @@ class ProxyBuilder {
     P_.kind = requested_transport(opts);
     if (auto d = b_.agree(transport::kind_name(P_.kind)))
       raise_arg("Runtime", what,
-                "rank " + std::to_string(d.rank) + " uses " + d.value + " and this PE " + transport::kind_name(P_.kind) +
-                    "; set it the same way on every PE");
+                "rank " + std::to_string(d.rank) + " uses " + d.value + " and this PE " +
+                    transport::kind_name(P_.kind) + "; set it the same way on every PE");
   }
 
   // 2. A route per PE, and what they need: a CPU proxy, the GPU agent, UCX (collective: UCX is
@@ -144,8 +169,8 @@ class ProxyBuilder {
     if (!any_ucx_) return;
     if (auto d = b_.agree(std::to_string(P_.threads)))
       raise_arg("Runtime", "GPUCOMM_PROXY_THREADS",
-                "rank " + std::to_string(d.rank) + " uses " + d.value + " proxy threads and this PE " + std::to_string(P_.threads) +
-                    "; UCX needs the same number on every PE");
+                "rank " + std::to_string(d.rank) + " uses " + d.value + " proxy threads and this PE " +
+                    std::to_string(P_.threads) + "; UCX needs the same number on every PE");
   }
 
   bool needs_agents() const { return need_cpu_ || need_agent_; }
@@ -153,11 +178,12 @@ class ProxyBuilder {
   // 4. Queues: one for host-side operations, GPUCOMM_PROXY_QUEUES for device-side ones.
   void create_queues() {
     depth_ = static_cast<uint32_t>(checked_int("GPUCOMM_PROXY_QUEUE_DEPTH", 1024, 2, 1 << 24));
-    geometry_ = proxy::HeapGeometry{size_, static_cast<int64_t>(heap_.size()), gpu_ ? static_cast<int64_t>(kDeviceControlBytes) : 0};
+    geometry_ = proxy::HeapGeometry{size_, static_cast<int64_t>(heap_.size()),
+                                    gpu_ ? static_cast<int64_t>(kDeviceControlBytes) : 0};
     uint32_t next_id = 0;
     if (host_proxy_) {
-      P_.host_queue =
-          std::make_unique<proxy::Queue>(proxy::QueueConfig{proxy::Side::cpu, proxy::Side::cpu, proxy::Placement::host, depth_, 0}, next_id++);
+      P_.host_queue = std::make_unique<proxy::Queue>(
+          proxy::QueueConfig{proxy::Side::cpu, proxy::Side::cpu, proxy::Placement::host, depth_, 0}, next_id++);
       cpu_views_.push_back(P_.host_queue->agent_view());
     }
     if (!device_proxy_) return;
@@ -174,7 +200,8 @@ class ProxyBuilder {
       GPUCOMM_LOG(info, "proxy: a ring in device memory served by the CPU proxy rings the doorbell on every entry");
     }
     for (int i = 0; i < n; ++i) {
-      P_.device_queues.push_back(std::make_unique<proxy::Queue>(proxy::QueueConfig{proxy::Side::gpu, agent, placement, depth_, bell}, next_id++));
+      P_.device_queues.push_back(std::make_unique<proxy::Queue>(
+          proxy::QueueConfig{proxy::Side::gpu, agent, placement, depth_, bell}, next_id++));
       if (!need_agent_) cpu_views_.push_back(P_.device_queues.back()->agent_view());
     }
   }
@@ -200,12 +227,14 @@ class ProxyBuilder {
     if (!device_proxy_) return;
     std::vector<proxy::QueueView> producer_views;
     for (auto& q : P_.device_queues) producer_views.push_back(P_.gpu ? P_.gpu->producer_view(*q) : q->producer_view());
-    check_cuda(cudaMalloc(reinterpret_cast<void**>(&P_.device_views), sizeof(proxy::QueueView) * producer_views.size()), "cudaMalloc",
-               "the device handle's queue table");
-    check_cuda(cudaMemcpy(P_.device_views, producer_views.data(), sizeof(proxy::QueueView) * producer_views.size(), cudaMemcpyHostToDevice),
+    check_cuda(cudaMalloc(reinterpret_cast<void**>(&P_.device_views), sizeof(proxy::QueueView) * producer_views.size()),
+               "cudaMalloc", "the device handle's queue table");
+    check_cuda(cudaMemcpy(P_.device_views, producer_views.data(), sizeof(proxy::QueueView) * producer_views.size(),
+                          cudaMemcpyHostToDevice),
                "cudaMemcpy", "the device handle's queue table");
     const std::string per = env::get_string("GPUCOMM_PROXY_QUEUE_PER", "block");
-    if (per != "block" && per != "warp") raise_arg("environment", "GPUCOMM_PROXY_QUEUE_PER", "'" + per + "' is not one of block, warp");
+    if (per != "block" && per != "warp")
+      raise_arg("environment", "GPUCOMM_PROXY_QUEUE_PER", "'" + per + "' is not one of block, warp");
     DeviceHandle& h = *handle_;
     h.transport = P_.kind;
     h.num_queues = static_cast<uint32_t>(producer_views.size());
@@ -232,8 +261,8 @@ class ProxyBuilder {
     choose_cpus(o);
     // With UCX and no local queue (a pure UCX target) the proxy still runs to progress its workers.
     P_.cpu = std::make_unique<proxy::CpuProxy>(cpu_views_, geometry_, make, o);
-    GPUCOMM_LOG(info, "proxy: transport " << transport::kind_name(P_.kind) << ", " << cpu_views_.size() << " queue(s), " << P_.threads
-                                          << " CPU proxy thread(s)" << (any_ucx_ ? ", UCX" : ""));
+    GPUCOMM_LOG(info, "proxy: transport " << transport::kind_name(P_.kind) << ", " << cpu_views_.size() << " queue(s), "
+                                          << P_.threads << " CPU proxy thread(s)" << (any_ucx_ ? ", UCX" : ""));
   }
 
  private:
@@ -254,7 +283,8 @@ class ProxyBuilder {
 
   // Proxy thread t's executor: one path for the mapped PEs (host copies or the copy engine), one
   // for the PEs UCX reaches.
-  std::unique_ptr<proxy::Executor> make_executor(int t, const std::vector<char*>& bases, std::vector<std::unique_ptr<transport::Remote>>& remotes) {
+  std::unique_ptr<proxy::Executor> make_executor(int t, const std::vector<char*>& bases,
+                                                 std::vector<std::unique_ptr<transport::Remote>>& remotes) {
     std::vector<std::unique_ptr<proxy::Executor>> paths;
     std::vector<int> route(static_cast<size_t>(size_), -1);
     int local = -1, remote = -1;
@@ -264,7 +294,8 @@ class ProxyBuilder {
       if (x == Route::ucx) {
         if (remote < 0) {
           remote = static_cast<int>(paths.size());
-          paths.push_back(std::make_unique<proxy::RemoteExecutor>(std::move(remotes[static_cast<size_t>(t)]), geometry_.control_bytes));
+          paths.push_back(std::make_unique<proxy::RemoteExecutor>(std::move(remotes[static_cast<size_t>(t)]),
+                                                                  geometry_.control_bytes));
         }
         route[static_cast<size_t>(r)] = remote;
       } else {
@@ -280,7 +311,8 @@ class ProxyBuilder {
     }
     // A thread whose remote instance no route uses still progresses it (it may be a UCX target).
     if (remote < 0 && t < static_cast<int>(remotes.size()) && remotes[static_cast<size_t>(t)])
-      paths.push_back(std::make_unique<proxy::RemoteExecutor>(std::move(remotes[static_cast<size_t>(t)]), geometry_.control_bytes));
+      paths.push_back(
+          std::make_unique<proxy::RemoteExecutor>(std::move(remotes[static_cast<size_t>(t)]), geometry_.control_bytes));
     return std::make_unique<proxy::RoutingExecutor>(std::move(paths), std::move(route));
   }
 
@@ -295,7 +327,8 @@ class ProxyBuilder {
     try {
       auto topo = topology::detect();
       for (const auto& g : topo.gpus)
-        if (g.index == device_ && !g.cpu_affinity.empty()) o.cpu_set = parse_cpu_list(g.cpu_affinity, "GPU CPU affinity");
+        if (g.index == device_ && !g.cpu_affinity.empty())
+          o.cpu_set = parse_cpu_list(g.cpu_affinity, "GPU CPU affinity");
     } catch (const std::exception& e) {
       GPUCOMM_LOG(debug, "proxy: no CPU affinity for GPU " << device_ << ": " << e.what());
     }
@@ -310,7 +343,8 @@ class ProxyBuilder {
   int device_;
   int64_t timeout_ms_;
   bool gpu_;
-  bool host_proxy_ = false, device_proxy_ = false, need_agent_ = false, need_ucx_ = false, any_ucx_ = false, need_cpu_ = false;
+  bool host_proxy_ = false, device_proxy_ = false, need_agent_ = false, need_ucx_ = false, any_ucx_ = false,
+       need_cpu_ = false;
   uint32_t depth_ = 0;
   proxy::HeapGeometry geometry_{};
   std::vector<proxy::QueueView> cpu_views_;  // the queues the CPU proxy serves
@@ -321,7 +355,8 @@ class ProxyBuilder {
 void Runtime::proxy_init(const RuntimeOptions& opts) {
   proxy_ = std::make_unique<detail::ProxyState>();
   proxy_->wait = proxy::HostWait{timeout_ms_, bootstrap_.get(), rank_};
-  ProxyBuilder build(*proxy_, *bootstrap_, *heap_, gpu_ ? &gpu_->handle : nullptr, rank_, size_, node_of_, device_id_, timeout_ms_);
+  ProxyBuilder build(*proxy_, *bootstrap_, *heap_, gpu_ ? &gpu_->handle : nullptr, rank_, size_, node_of_, device_id_,
+                     timeout_ms_);
   build.agree_on_transport(opts);
   build.plan_routes();
   build.agree_on_threads();
@@ -339,7 +374,9 @@ void Runtime::proxy_finalize() {
   proxy_.reset();
 }
 
-bool Runtime::host_via_proxy(int pe) const { return proxy_ && proxy_->host_proxied[static_cast<size_t>(pe)]; }
+bool Runtime::host_via_proxy(int pe) const {
+  return proxy_ && proxy_->host_proxied[static_cast<size_t>(pe)];
+}
 
 TransportInfo Runtime::transport_info() const {
   TransportInfo info;

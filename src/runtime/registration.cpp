@@ -30,8 +30,9 @@ const RegisteredBuffer& Runtime::register_buffer(void* ptr, size_t bytes) {
   }
   void* table = nullptr;
   check_cuda(cudaMalloc(&table, sizeof(void*) * static_cast<size_t>(size_)), "cudaMalloc", "registered buffer table");
-  check_cuda(cudaMemcpy(table, reg->buffer.peers.data(), sizeof(void*) * static_cast<size_t>(size_), cudaMemcpyHostToDevice),
-                   "cudaMemcpy", "registered buffer table");
+  check_cuda(
+      cudaMemcpy(table, reg->buffer.peers.data(), sizeof(void*) * static_cast<size_t>(size_), cudaMemcpyHostToDevice),
+      "cudaMemcpy", "registered buffer table");
   reg->buffer.device_peers = static_cast<void* const*>(table);
   bootstrap_->barrier();
   auto& out = gpu_->registrations[ptr];

@@ -8,16 +8,16 @@
 #include <cstring>
 #include <map>
 
-#include "bootstrap/rendezvous.hpp"
-#include "heap/device_heap.hpp"
-#include "heap/host_heap.hpp"
 #include "allocator_state.hpp"
+#include "bootstrap/rendezvous.hpp"
 #include "device_select.hpp"
 #include "gpu_state.hpp"
-#include "proxy_state.hpp"
 #include "gpucomm/core/env.hpp"
 #include "gpucomm/core/error.hpp"
 #include "gpucomm/core/log.hpp"
+#include "heap/device_heap.hpp"
+#include "heap/host_heap.hpp"
+#include "proxy_state.hpp"
 
 namespace gpucomm {
 
@@ -46,7 +46,9 @@ std::string random_hex(size_t bytes) {
 
 Runtime::Runtime() : Runtime(RuntimeOptions{}) {}
 
-Runtime::Runtime(const RuntimeOptions& opts) { init(opts); }
+Runtime::Runtime(const RuntimeOptions& opts) {
+  init(opts);
+}
 
 Runtime::~Runtime() {
   try {
@@ -65,7 +67,8 @@ void Runtime::init(const RuntimeOptions& opts) {
   // behind one that waits for the proxy would stall the proxy and itself. Eager loading avoids
   // it; it only applies if no CUDA context exists yet, and the user's setting wins.
   const transport::Kind forced = requested_transport(opts);
-  if (forced != transport::Kind::automatic && forced != transport::Kind::direct) setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+  if (forced != transport::Kind::automatic && forced != transport::Kind::direct)
+    setenv("CUDA_MODULE_LOADING", "EAGER", 0);
   bootstrap::LaunchInfo info;
   if (!opts.unique_id.empty()) {
     GPUCOMM_CHECK_ARG(opts.size >= 1, "Runtime", "RuntimeOptions::size", "must be set with unique_id");
@@ -76,8 +79,8 @@ void Runtime::init(const RuntimeOptions& opts) {
     info.size = opts.size;
     info.local_rank = -1;
     info.local_size = -1;
-    bootstrap_ = std::make_unique<bootstrap::Bootstrap>(bootstrap::UniqueId::parse(opts.unique_id, "RuntimeOptions::unique_id"),
-                                                        opts.rank, opts.size);
+    bootstrap_ = std::make_unique<bootstrap::Bootstrap>(
+        bootstrap::UniqueId::parse(opts.unique_id, "RuntimeOptions::unique_id"), opts.rank, opts.size);
   } else {
     info = bootstrap::detect_launch();
     bootstrap_ = bootstrap::Bootstrap::from_environment(info);
@@ -93,7 +96,8 @@ void Runtime::init(const RuntimeOptions& opts) {
   node_of_.resize(static_cast<size_t>(size_));
   for (int r = 0; r < size_; ++r) {
     auto it = node_ids.find(hosts[static_cast<size_t>(r)]);
-    if (it == node_ids.end()) it = node_ids.emplace(hosts[static_cast<size_t>(r)], static_cast<int>(node_ids.size())).first;
+    if (it == node_ids.end())
+      it = node_ids.emplace(hosts[static_cast<size_t>(r)], static_cast<int>(node_ids.size())).first;
     node_of_[static_cast<size_t>(r)] = it->second;
   }
   num_nodes_ = static_cast<int>(node_ids.size());
@@ -112,17 +116,18 @@ void Runtime::init(const RuntimeOptions& opts) {
   kind_ = device_id_ >= 0 ? PeKind::gpu : PeKind::host;
   if (kind_ == PeKind::gpu) detail::activate_device(device_id_);
 
-  size_t heap_bytes = opts.heap_bytes ? opts.heap_bytes : static_cast<size_t>(env::get_int("GPUCOMM_HEAP_SIZE", 128LL << 20));
+  size_t heap_bytes =
+      opts.heap_bytes ? opts.heap_bytes : static_cast<size_t>(env::get_int("GPUCOMM_HEAP_SIZE", 128LL << 20));
   // Every PE must agree on the heap kind: a job mixes GPU and host-memory PEs only by mistake.
   if (auto d = bootstrap_->agree(kind_ == PeKind::gpu ? "gpu" : "host"))
     raise(Errc::unsupported, "Runtime",
-          "rank " + std::to_string(d.rank) + " is a " + d.value + " PE and this one a " + (kind_ == PeKind::gpu ? "gpu" : "host") +
-              " PE; set GPUCOMM_DEVICE the same way on every PE");
+          "rank " + std::to_string(d.rank) + " is a " + d.value + " PE and this one a " +
+              (kind_ == PeKind::gpu ? "gpu" : "host") + " PE; set GPUCOMM_DEVICE the same way on every PE");
   if (kind_ == PeKind::host) {
     heap_ = std::make_unique<heap::HostHeap>(*bootstrap_, node_of_, heap_bytes, job_tag_);
   } else {
-    heap_ = std::make_unique<heap::DeviceHeap>(*bootstrap_, node_of_, device_id_, kDeviceControlBytes, heap_bytes, job_tag_,
-                                               env::get_string("GPUCOMM_HEAP_MAPPING", "auto"));
+    heap_ = std::make_unique<heap::DeviceHeap>(*bootstrap_, node_of_, device_id_, kDeviceControlBytes, heap_bytes,
+                                               job_tag_, env::get_string("GPUCOMM_HEAP_MAPPING", "auto"));
     gpu_init();
   }
   alloc_ = std::make_unique<AllocatorState>(heap_->size());
@@ -188,8 +193,8 @@ int Runtime::node_of(int pe) const {
 
 std::string Runtime::describe() const {
   std::string s = "rank " + std::to_string(rank_) + " of " + std::to_string(size_) + " (local " +
-                  std::to_string(local_rank_) + " of " + std::to_string(local_size_) + ", node " + std::to_string(node_id()) +
-                  " of " + std::to_string(num_nodes_) + "), ";
+                  std::to_string(local_rank_) + " of " + std::to_string(local_size_) + ", node " +
+                  std::to_string(node_id()) + " of " + std::to_string(num_nodes_) + "), ";
   s += kind_ == PeKind::gpu ? "GPU PE on device " + std::to_string(device_id_) : std::string("host-memory PE");
   if (auto* dh = dynamic_cast<const heap::DeviceHeap*>(heap_.get())) s += " (heap mapped with " + dh->mapping() + ")";
   s += ", launched by " + launcher_ + ", bootstrap: " + bootstrap_->describe();
@@ -201,12 +206,15 @@ heap::SymmetricHeap& Runtime::heap() {
   return *heap_;
 }
 
-bool Runtime::failed() const { return bootstrap_ && bootstrap_->failed(); }
-std::string Runtime::failure() const { return bootstrap_ ? bootstrap_->failure() : ""; }
+bool Runtime::failed() const {
+  return bootstrap_ && bootstrap_->failed();
+}
+std::string Runtime::failure() const {
+  return bootstrap_ ? bootstrap_->failure() : "";
+}
 
 void Runtime::check_pe(int pe, const char* op) const {
-  if (pe < 0 || pe >= size_)
-    raise_arg(op, "pe", std::to_string(pe) + " is outside 0.." + std::to_string(size_ - 1));
+  if (pe < 0 || pe >= size_) raise_arg(op, "pe", std::to_string(pe) + " is outside 0.." + std::to_string(size_ - 1));
 }
 
 Team Runtime::split(const Team& parent, int color, int key) {

@@ -1,8 +1,8 @@
 // Collective symmetric allocation.
 #include <cstring>
 
-#include "core/cuda_driver.hpp"
 #include "allocator_state.hpp"
+#include "core/cuda_driver.hpp"
 #include "gpu_state.hpp"
 #include "gpucomm/core/error.hpp"
 #include "gpucomm/runtime/runtime.hpp"
@@ -30,8 +30,9 @@ void* Runtime::aligned_alloc(size_t alignment, size_t bytes) {
     if (o.bytes != rec.bytes || o.alignment != rec.alignment || o.offset != rec.offset)
       raise(Errc::invalid_argument, "Runtime::malloc",
             "collective allocation #" + std::to_string(call) + " is not symmetric: this PE asked for " +
-                std::to_string(bytes) + " bytes (alignment " + std::to_string(alignment) + "), rank " + std::to_string(r) +
-                " for " + std::to_string(o.bytes) + " (alignment " + std::to_string(o.alignment) + ")");
+                std::to_string(bytes) + " bytes (alignment " + std::to_string(alignment) + "), rank " +
+                std::to_string(r) + " for " + std::to_string(o.bytes) + " (alignment " + std::to_string(o.alignment) +
+                ")");
   }
 #else
   (void)call;
@@ -45,7 +46,9 @@ void* Runtime::aligned_alloc(size_t alignment, size_t bytes) {
   return h.base() + off;
 }
 
-void* Runtime::malloc(size_t bytes) { return aligned_alloc(256, bytes); }
+void* Runtime::malloc(size_t bytes) {
+  return aligned_alloc(256, bytes);
+}
 
 void* Runtime::calloc(size_t count, size_t size) {
   GPUCOMM_CHECK_ARG(size == 0 || count <= SIZE_MAX / size, "Runtime::calloc", "count", "count * size overflows");

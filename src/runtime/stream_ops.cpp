@@ -25,8 +25,8 @@ void Runtime::get_on_stream(void* dst, const void* src, size_t bytes, int pe, St
   check_cuda(detail::launch_copy(dst, r, bytes, stream), "get_on_stream", "launching the copy kernel");
 }
 
-void Runtime::put_signal_on_stream(void* dst, const void* src, size_t bytes, uint64_t* sig, uint64_t value, SignalOp op, int pe,
-                                   Stream stream) {
+void Runtime::put_signal_on_stream(void* dst, const void* src, size_t bytes, uint64_t* sig, uint64_t value, SignalOp op,
+                                   int pe, Stream stream) {
   need_gpu(gpu_.get(), "put_signal_on_stream");
   char* r = remote(dst, bytes, pe, "put_signal_on_stream");
   remote(sig, sizeof(uint64_t), pe, "put_signal_on_stream");
@@ -34,28 +34,32 @@ void Runtime::put_signal_on_stream(void* dst, const void* src, size_t bytes, uin
   check_cuda(detail::launch_copy(r, src, bytes, stream), "put_signal_on_stream", "launching the copy kernel");
   // The signal kernel starts after the copy kernel finished and fences before its release.
   check_cuda(detail::launch_signal(gpu_->handle, sig, value, op, pe, stream), "put_signal_on_stream",
-                   "launching the signal kernel");
+             "launching the signal kernel");
 }
 
 void Runtime::signal_on_stream(uint64_t* sig, uint64_t value, SignalOp op, int pe, Stream stream) {
   need_gpu(gpu_.get(), "signal_on_stream");
   remote(sig, sizeof(uint64_t), pe, "signal_on_stream");
   GPUCOMM_CHECK_ARG(reinterpret_cast<uintptr_t>(sig) % 8 == 0, "signal_on_stream", "sig", "is not 8-byte aligned");
-  check_cuda(detail::launch_signal(gpu_->handle, sig, value, op, pe, stream), "signal_on_stream", "launching the signal kernel");
+  check_cuda(detail::launch_signal(gpu_->handle, sig, value, op, pe, stream), "signal_on_stream",
+             "launching the signal kernel");
 }
 
 void Runtime::wait_until_on_stream(uint64_t* sig, Cmp cmp, uint64_t value, Stream stream) {
   need_gpu(gpu_.get(), "wait_until_on_stream");
   remote(sig, sizeof(uint64_t), rank_, "wait_until_on_stream");
   GPUCOMM_CHECK_ARG(reinterpret_cast<uintptr_t>(sig) % 8 == 0, "wait_until_on_stream", "sig", "is not 8-byte aligned");
-  check_cuda(detail::launch_wait(gpu_->handle, sig, cmp, value, stream), "wait_until_on_stream", "launching the wait kernel");
+  check_cuda(detail::launch_wait(gpu_->handle, sig, cmp, value, stream), "wait_until_on_stream",
+             "launching the wait kernel");
 }
 
 void Runtime::barrier_on_stream(Stream stream) {
   need_gpu(gpu_.get(), "barrier_on_stream");
   if (!gpu_all_reachable())
-    raise(Errc::unsupported, "barrier_on_stream", "some PEs are not reachable from this GPU; device barriers need every PE");
-  check_cuda(detail::launch_barrier(gpu_->handle, device_team(world_), stream), "barrier_on_stream", "launching the barrier kernel");
+    raise(Errc::unsupported, "barrier_on_stream",
+          "some PEs are not reachable from this GPU; device barriers need every PE");
+  check_cuda(detail::launch_barrier(gpu_->handle, device_team(world_), stream), "barrier_on_stream",
+             "launching the barrier kernel");
 }
 
 }  // namespace gpucomm

@@ -93,14 +93,13 @@ Gpu describe_gpu(int i) {
 
 int p2p_attribute(cudaDeviceP2PAttr attr, const char* name, int src, int dst) {
   int v = 0;
-  check(cudaDeviceGetP2PAttribute(&v, attr, src, dst),
-        std::string("cudaDeviceGetP2PAttribute(") + name + ", " + std::to_string(src) + ", " +
-            std::to_string(dst) + ")");
+  check(cudaDeviceGetP2PAttribute(&v, attr, src, dst), std::string("cudaDeviceGetP2PAttribute(") + name + ", " +
+                                                           std::to_string(src) + ", " + std::to_string(dst) + ")");
   return v;
 }
 
-Link describe_link(const Topology& t, const detail::NvlinkTable& nv, const std::vector<std::string>& paths,
-                   int src, int dst) {
+Link describe_link(const Topology& t, const detail::NvlinkTable& nv, const std::vector<std::string>& paths, int src,
+                   int dst) {
   Link l;
   l.src = src;
   l.dst = dst;
@@ -111,8 +110,7 @@ Link describe_link(const Topology& t, const detail::NvlinkTable& nv, const std::
   l.native_atomics = p2p_attribute(cudaDevP2PAttrNativeAtomicSupported, "NativeAtomicSupported", src, dst) != 0;
   l.performance_rank = p2p_attribute(cudaDevP2PAttrPerformanceRank, "PerformanceRank", src, dst);
 
-  std::string pcie = detail::classify_pcie_path(paths[src], paths[dst], t.gpus[src].numa_node,
-                                                t.gpus[dst].numa_node);
+  std::string pcie = detail::classify_pcie_path(paths[src], paths[dst], t.gpus[src].numa_node, t.gpus[dst].numa_node);
   if (pcie.empty()) pcie = "PCIe";
   if (nv.available) {
     l.source = "nvml";
@@ -152,9 +150,12 @@ std::string cuda_version_string(int version) {
 
 const char* link_type_name(LinkType t) noexcept {
   switch (t) {
-    case LinkType::none: return "none";
-    case LinkType::pcie: return "pcie";
-    case LinkType::nvlink: return "nvlink";
+    case LinkType::none:
+      return "none";
+    case LinkType::pcie:
+      return "pcie";
+    case LinkType::nvlink:
+      return "nvlink";
   }
   return "?";
 }
@@ -182,8 +183,7 @@ Topology detect() {
   }
   detail::NvlinkTable nv = detail::query_nvlinks(bus_ids);
   t.nvml_available = nv.available;
-  t.nvml_note = nv.available ? "NVLink counts from NVML"
-                             : nv.note + "; link types from CUDA P2P attributes only";
+  t.nvml_note = nv.available ? "NVLink counts from NVML" : nv.note + "; link types from CUDA P2P attributes only";
   for (int s = 0; s < n; ++s)
     for (int d = 0; d < n; ++d)
       if (s != d) t.links.push_back(describe_link(t, nv, paths, s, d));

@@ -15,26 +15,26 @@ namespace {
 // Minimal NVML declarations (no nvml.h on build machines). Types and values follow NVIDIA's
 // nvml.h (NVML API version 12, e.g. the copy in NVIDIA's go-nvml, pkg/nvml/nvml.h), where
 // nvmlPciInfo_t has had this layout since CUDA 9 (pynvml's c_nvmlPciInfo_t agrees).
-using nvmlReturn_t = int;                      // enum nvmlReturn_enum; 0 is NVML_SUCCESS
-using nvmlDevice_t = struct nvmlDevice_st*;    // opaque handle
-using nvmlEnableState_t = int;                 // enum: NVML_FEATURE_DISABLED 0, NVML_FEATURE_ENABLED 1
-using nvmlIntNvLinkDeviceType_t = int;         // enum: GPU 0, IBMNPU 1, SWITCH 2, UNKNOWN 0xFF
+using nvmlReturn_t = int;                    // enum nvmlReturn_enum; 0 is NVML_SUCCESS
+using nvmlDevice_t = struct nvmlDevice_st*;  // opaque handle
+using nvmlEnableState_t = int;               // enum: NVML_FEATURE_DISABLED 0, NVML_FEATURE_ENABLED 1
+using nvmlIntNvLinkDeviceType_t = int;       // enum: GPU 0, IBMNPU 1, SWITCH 2, UNKNOWN 0xFF
 constexpr nvmlReturn_t kNvmlSuccess = 0;
 constexpr nvmlEnableState_t kFeatureEnabled = 1;
 constexpr nvmlIntNvLinkDeviceType_t kNvLinkDeviceSwitch = 2;
 constexpr nvmlIntNvLinkDeviceType_t kNvLinkDeviceUnknown = 0xFF;
-constexpr unsigned kMaxNvLinks = 18;           // NVML_NVLINK_MAX_LINKS
+constexpr unsigned kMaxNvLinks = 18;  // NVML_NVLINK_MAX_LINKS
 
-constexpr int kBusIdBufferSize = 32;           // NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE
-constexpr int kBusIdLegacyBufferSize = 16;     // NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE
+constexpr int kBusIdBufferSize = 32;        // NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE
+constexpr int kBusIdLegacyBufferSize = 16;  // NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE
 struct nvmlPciInfo_t {
-  char busIdLegacy[kBusIdLegacyBufferSize];    // "dddd:bb:dd.f"
+  char busIdLegacy[kBusIdLegacyBufferSize];  // "dddd:bb:dd.f"
   unsigned int domain;
   unsigned int bus;
   unsigned int device;
-  unsigned int pciDeviceId;                    // device id << 16 | vendor id
+  unsigned int pciDeviceId;  // device id << 16 | vendor id
   unsigned int pciSubSystemId;
-  char busId[kBusIdBufferSize];                // "dddddddd:bb:dd.f"
+  char busId[kBusIdBufferSize];  // "dddddddd:bb:dd.f"
 };
 static_assert(sizeof(nvmlPciInfo_t) == 68, "nvmlPciInfo_t must match nvml.h");
 
@@ -76,11 +76,16 @@ const Nvml& nvml() {
       return;
     }
     const char* missing = nullptr;
-    if (!resolve(lib, "nvmlInit_v2", &n.init)) missing = "nvmlInit_v2";
-    else if (!resolve(lib, "nvmlShutdown", &n.shutdown)) missing = "nvmlShutdown";
-    else if (!resolve(lib, "nvmlDeviceGetHandleByPciBusId_v2", &n.handle_by_bus_id)) missing = "nvmlDeviceGetHandleByPciBusId_v2";
-    else if (!resolve(lib, "nvmlDeviceGetNvLinkState", &n.link_state)) missing = "nvmlDeviceGetNvLinkState";
-    else if (!resolve(lib, "nvmlDeviceGetNvLinkRemotePciInfo_v2", &n.remote_pci)) missing = "nvmlDeviceGetNvLinkRemotePciInfo_v2";
+    if (!resolve(lib, "nvmlInit_v2", &n.init))
+      missing = "nvmlInit_v2";
+    else if (!resolve(lib, "nvmlShutdown", &n.shutdown))
+      missing = "nvmlShutdown";
+    else if (!resolve(lib, "nvmlDeviceGetHandleByPciBusId_v2", &n.handle_by_bus_id))
+      missing = "nvmlDeviceGetHandleByPciBusId_v2";
+    else if (!resolve(lib, "nvmlDeviceGetNvLinkState", &n.link_state))
+      missing = "nvmlDeviceGetNvLinkState";
+    else if (!resolve(lib, "nvmlDeviceGetNvLinkRemotePciInfo_v2", &n.remote_pci))
+      missing = "nvmlDeviceGetNvLinkRemotePciInfo_v2";
     if (missing) {
       n.note = std::string("libnvidia-ml.so.1 lacks ") + missing;
       return;
@@ -93,8 +98,7 @@ const Nvml& nvml() {
 }
 
 // Counts the active links of one GPU into table row `i`.
-void count_links(const Nvml& n, nvmlDevice_t dev, int i, const std::vector<std::string>& bus_ids,
-                 NvlinkTable* t) {
+void count_links(const Nvml& n, nvmlDevice_t dev, int i, const std::vector<std::string>& bus_ids, NvlinkTable* t) {
   for (unsigned link = 0; link < kMaxNvLinks; ++link) {
     nvmlEnableState_t active = 0;
     // Links a GPU does not have answer "not supported" or "invalid argument": skip them.
@@ -127,7 +131,9 @@ bool in_range(const NvlinkTable& t, int a, int b) {
 
 }  // namespace
 
-int NvlinkTable::direct(int a, int b) const { return in_range(*this, a, b) ? links[a][b] : 0; }
+int NvlinkTable::direct(int a, int b) const {
+  return in_range(*this, a, b) ? links[a][b] : 0;
+}
 
 int NvlinkTable::via_switch(int a, int b) const {
   return in_range(*this, a, b) ? std::min(switch_links[a], switch_links[b]) : 0;
@@ -152,8 +158,8 @@ NvlinkTable query_nvlinks(const std::vector<std::string>& bus_ids) {
     nvmlDevice_t dev = nullptr;
     r = n.handle_by_bus_id(bus_ids[i].c_str(), &dev);
     if (r != kNvmlSuccess) {
-      GPUCOMM_LOG(warn, "topology: NVML does not know GPU " << i << " at " << bus_ids[i] << ": "
-                                                            << n.describe(r) << "; its NVLinks are not counted");
+      GPUCOMM_LOG(warn, "topology: NVML does not know GPU " << i << " at " << bus_ids[i] << ": " << n.describe(r)
+                                                            << "; its NVLinks are not counted");
       continue;
     }
     count_links(n, dev, static_cast<int>(i), bus_ids, &t);

@@ -81,8 +81,8 @@ std::string normalize_bus_id(std::string_view id) {
   if (c2 == std::string_view::npos) return {};
   size_t c1 = c2 == 0 ? std::string_view::npos : id.rfind(':', c2 - 1);
   std::string_view dom = c1 == std::string_view::npos ? std::string_view("0") : id.substr(0, c1);
-  std::string_view bus = id.substr(c1 == std::string_view::npos ? 0 : c1 + 1,
-                                   c2 - (c1 == std::string_view::npos ? 0 : c1 + 1));
+  std::string_view bus =
+      id.substr(c1 == std::string_view::npos ? 0 : c1 + 1, c2 - (c1 == std::string_view::npos ? 0 : c1 + 1));
   std::string_view dev = id.substr(c2 + 1, dot - c2 - 1);
   std::string_view fn = id.substr(dot + 1);
   unsigned long d, b, v, f;

@@ -1,6 +1,6 @@
 // The topology as one JSON object.
-#include "gpucomm/topology/topology.hpp"
 #include "gpucomm/core/json.hpp"
+#include "gpucomm/topology/topology.hpp"
 
 namespace gpucomm::topology {
 namespace {

@@ -40,7 +40,9 @@ std::string bytes_text(uint64_t b) {
   return buf;
 }
 
-std::string yes_no(bool b) { return b ? "yes" : "no"; }
+std::string yes_no(bool b) {
+  return b ? "yes" : "no";
+}
 
 void write_gpus(std::ostringstream& os, const Topology& t) {
   std::vector<Row> rows{{"GPU", "Name", "Bus id", "CC", "SMs", "Memory", "L2", "NUMA", "CPU affinity", "UUID"}};
@@ -87,8 +89,8 @@ void write_pairs(std::ostringstream& os, const Topology& t) {
 std::string to_text(const Topology& t) {
   std::ostringstream os;
   os << "Host: " << t.host << '\n';
-  os << "CUDA driver: " << cuda_version_string(t.driver_version) << ", runtime: "
-     << cuda_version_string(t.runtime_version) << " (" << t.cuda_status << ")\n";
+  os << "CUDA driver: " << cuda_version_string(t.driver_version)
+     << ", runtime: " << cuda_version_string(t.runtime_version) << " (" << t.cuda_status << ")\n";
   os << "NVML: " << (t.nvml_available ? "" : "not used: ") << t.nvml_note << '\n';
   if (t.gpus.empty()) {
     os << "GPUs: none (" << t.cuda_status << ")\n";

@@ -141,8 +141,10 @@ Analysis analyze(const TraceSet& trace, const AnalysisOptions& opt) {
   a.snapshots = replay.snapshots(opt.snapshot_limit, a.t0_ns);
   if (a.unreplayed_p2p)
     a.warnings.push_back(std::to_string(a.unreplayed_p2p) +
-                         " point-to-point calls use communicators other than MPI_COMM_WORLD/MPI_COMM_SELF and are left out of the queue replay");
-  if (a.invalid_peer) a.warnings.push_back(std::to_string(a.invalid_peer) + " sends name a destination outside the run");
+                         " point-to-point calls use communicators other than MPI_COMM_WORLD/MPI_COMM_SELF and are left "
+                         "out of the queue replay");
+  if (a.invalid_peer)
+    a.warnings.push_back(std::to_string(a.invalid_peer) + " sends name a destination outside the run");
   a.read_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   return a;
 }

@@ -1,10 +1,11 @@
 #include "gpucomm/trace/ascii_reader.hpp"
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <charconv>
 #include <cstring>
 #include <string_view>
-#include <sys/stat.h>
 
 #include "gpucomm/core/error.hpp"
 #include "gpucomm/trace/functions.hpp"
@@ -57,9 +58,31 @@ bool parse_stamp(std::string_view rest, int64_t* wall, int64_t* cpu, int* thread
   return true;
 }
 
-enum class Field { none, count, datatype, peer, tag, comm, request, count2, datatype2, peer2, tag2, root,
-                   commrank, commsize, flag, index, value, newcomm, requests, indices, statuses,
-                   counts, counts2 };
+enum class Field {
+  none,
+  count,
+  datatype,
+  peer,
+  tag,
+  comm,
+  request,
+  count2,
+  datatype2,
+  peer2,
+  tag2,
+  root,
+  commrank,
+  commsize,
+  flag,
+  index,
+  value,
+  newcomm,
+  requests,
+  indices,
+  statuses,
+  counts,
+  counts2
+};
 
 Field field_role(uint16_t func, std::string_view name) {
   const bool sendrecv = func == fid::Sendrecv || func == fid::Sendrecv_replace;
@@ -85,14 +108,14 @@ Field field_role(uint16_t func, std::string_view name) {
   if (func == fid::Type_size && name == "size") return Field::value;
   if ((func == fid::Comm_size && name == "size") || (func == fid::Comm_rank && name == "rank")) return Field::value;
   static constexpr std::pair<std::string_view, Field> kNames[] = {
-      {"count", Field::count}, {"sendcount", Field::count}, {"datatype", Field::datatype},
-      {"sendtype", Field::datatype}, {"dest", Field::peer}, {"source", Field::peer},
-      {"tag", Field::tag}, {"comm", Field::comm}, {"oldcomm", Field::comm},
-      {"request", Field::request}, {"recvcount", Field::count2}, {"recvtype", Field::datatype2},
-      {"root", Field::root}, {"commrank", Field::commrank}, {"oldcommrank", Field::commrank},
-      {"commsize", Field::commsize}, {"flag", Field::flag}, {"index", Field::index},
-      {"newcomm", Field::newcomm}, {"requests", Field::requests}, {"indices", Field::indices},
-      {"status", Field::statuses}, {"statuses", Field::statuses}, {"sendcounts", Field::counts},
+      {"count", Field::count},       {"sendcount", Field::count},   {"datatype", Field::datatype},
+      {"sendtype", Field::datatype}, {"dest", Field::peer},         {"source", Field::peer},
+      {"tag", Field::tag},           {"comm", Field::comm},         {"oldcomm", Field::comm},
+      {"request", Field::request},   {"recvcount", Field::count2},  {"recvtype", Field::datatype2},
+      {"root", Field::root},         {"commrank", Field::commrank}, {"oldcommrank", Field::commrank},
+      {"commsize", Field::commsize}, {"flag", Field::flag},         {"index", Field::index},
+      {"newcomm", Field::newcomm},   {"requests", Field::requests}, {"indices", Field::indices},
+      {"status", Field::statuses},   {"statuses", Field::statuses}, {"sendcounts", Field::counts},
       {"recvcounts", Field::counts2}};
   for (auto& [n, f] : kNames)
     if (n == name) return f;
@@ -101,7 +124,7 @@ Field field_role(uint16_t func, std::string_view name) {
 }  // namespace
 
 AsciiFile::AsciiFile(std::string path, int rank) : path_(std::move(path)), rank_(rank) {
-  struct stat st {};
+  struct stat st{};
   if (::stat(path_.c_str(), &st) != 0) raise_errno("trace reader", errno, "cannot open text trace " + path_);
   size_ = static_cast<uint64_t>(st.st_size);
   in_.open(path_);
@@ -140,9 +163,12 @@ bool AsciiFile::next(Record& r) {
     consumed_ += line_.size() + 1;
     auto at = line_.find(kReturning);
     if (at != std::string::npos) {
-      if (line_.compare(0, at, name) != 0) fail("'" + name + "' entered at line " + std::to_string(start_line) + " but '" + line_.substr(0, at) + "' returns");
+      if (line_.compare(0, at, name) != 0)
+        fail("'" + name + "' entered at line " + std::to_string(start_line) + " but '" + line_.substr(0, at) +
+             "' returns");
       int thread = 0;
-      if (!parse_stamp(std::string_view(line_).substr(at + kReturning.size()), &r.wall_stop_ns, &r.cpu_stop_ns, &thread))
+      if (!parse_stamp(std::string_view(line_).substr(at + kReturning.size()), &r.wall_stop_ns, &r.cpu_stop_ns,
+                       &thread))
         fail("cannot read the times of '" + line_ + "'");
       return true;
     }
@@ -182,11 +208,16 @@ void AsciiFile::parse_field(Record& r, const std::string& line) {
         int64_t v = 0;
         if (!parse_int(kv.substr(e + 1), &v)) fail("bad status field in '" + line + "'");
         std::string_view k = kv.substr(0, e);
-        if (k == "bytes") s.bytes = static_cast<int32_t>(v);
-        else if (k == "source") s.source = static_cast<int32_t>(v);
-        else if (k == "tag") s.tag = static_cast<int32_t>(v);
-        else if (k == "cancelled") s.cancelled = static_cast<uint8_t>(v);
-        else if (k == "error") s.error = static_cast<uint8_t>(v);
+        if (k == "bytes")
+          s.bytes = static_cast<int32_t>(v);
+        else if (k == "source")
+          s.source = static_cast<int32_t>(v);
+        else if (k == "tag")
+          s.tag = static_cast<int32_t>(v);
+        else if (k == "cancelled")
+          s.cancelled = static_cast<uint8_t>(v);
+        else if (k == "error")
+          s.error = static_cast<uint8_t>(v);
       }
       r.statuses.push_back(s);
       r.statuses_recorded = true;
@@ -207,9 +238,12 @@ void AsciiFile::parse_field(Record& r, const std::string& line) {
       if (!parse_int(list.substr(0, c), &v)) fail("bad list value in '" + line + "'");
       sum += v;
       any = true;
-      if (f == Field::requests) r.requests.push_back(static_cast<int32_t>(v));
-      else if (f == Field::indices) r.indices.push_back(static_cast<int32_t>(v));
-      else if (f == Field::request) r.request = static_cast<int32_t>(v);
+      if (f == Field::requests)
+        r.requests.push_back(static_cast<int32_t>(v));
+      else if (f == Field::indices)
+        r.indices.push_back(static_cast<int32_t>(v));
+      else if (f == Field::request)
+        r.request = static_cast<int32_t>(v);
       list = c == std::string_view::npos ? std::string_view{} : list.substr(c + 1);
     }
     if (f == Field::counts) r.counts_sum = any ? sum : 0;
@@ -220,23 +254,56 @@ void AsciiFile::parse_field(Record& r, const std::string& line) {
   if (!parse_int(value.substr(0, value.find(' ')), &v)) fail("bad value in '" + line + "'");
   int32_t x = static_cast<int32_t>(v);
   switch (f) {
-    case Field::count: r.count = x; break;
-    case Field::datatype: r.datatype = x; break;
-    case Field::peer: r.peer = x; break;
-    case Field::tag: r.tag = x; break;
-    case Field::comm: r.comm = x; break;
-    case Field::count2: r.count2 = x; break;
-    case Field::datatype2: r.datatype2 = x; break;
-    case Field::peer2: r.peer2 = x; break;
-    case Field::tag2: r.tag2 = x; break;
-    case Field::root: r.root = x; break;
-    case Field::commrank: r.commrank = x; break;
-    case Field::commsize: r.commsize = x; break;
-    case Field::flag: r.flag = x; break;
-    case Field::index: r.index = x; break;
-    case Field::value: r.value = x; break;
-    case Field::newcomm: r.newcomm = x; break;
-    default: break;
+    case Field::count:
+      r.count = x;
+      break;
+    case Field::datatype:
+      r.datatype = x;
+      break;
+    case Field::peer:
+      r.peer = x;
+      break;
+    case Field::tag:
+      r.tag = x;
+      break;
+    case Field::comm:
+      r.comm = x;
+      break;
+    case Field::count2:
+      r.count2 = x;
+      break;
+    case Field::datatype2:
+      r.datatype2 = x;
+      break;
+    case Field::peer2:
+      r.peer2 = x;
+      break;
+    case Field::tag2:
+      r.tag2 = x;
+      break;
+    case Field::root:
+      r.root = x;
+      break;
+    case Field::commrank:
+      r.commrank = x;
+      break;
+    case Field::commsize:
+      r.commsize = x;
+      break;
+    case Field::flag:
+      r.flag = x;
+      break;
+    case Field::index:
+      r.index = x;
+      break;
+    case Field::value:
+      r.value = x;
+      break;
+    case Field::newcomm:
+      r.newcomm = x;
+      break;
+    default:
+      break;
   }
 }
 

@@ -1,12 +1,12 @@
 #pragma once
 // Internal: buffered big-endian reader over one file with absolute offsets and a hard end.
 // Every read past the end, or past the file, raises Errc::protocol naming file and offset.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
-#include <algorithm>
 
 #include "gpucomm/core/error.hpp"
 
@@ -15,7 +15,9 @@ namespace gpucomm::trace::detail {
 class ByteReader {
  public:
   ByteReader(std::FILE* f, std::string path, uint64_t file_size, size_t buffer_bytes)
-      : f_(f), path_(std::move(path)), file_size_(file_size),
+      : f_(f),
+        path_(std::move(path)),
+        file_size_(file_size),
         // No larger than the file, and not zero-filled: opening many small rank files stays cheap.
         cap_(std::max<size_t>(64, std::min<uint64_t>(buffer_bytes, file_size + 64))),
         buf_(new uint8_t[cap_]) {}
@@ -57,7 +59,8 @@ class ByteReader {
     return (hi << 32) | u32();
   }
   void skip(uint64_t n) {
-    if (n > remaining()) fail(tell(), "field of " + std::to_string(n) + " bytes runs past the end of its section (truncated or corrupt)");
+    if (n > remaining())
+      fail(tell(), "field of " + std::to_string(n) + " bytes runs past the end of its section (truncated or corrupt)");
     while (n > 0) {
       size_t avail = buf_len_ - pos_;
       if (avail == 0) {
@@ -70,7 +73,8 @@ class ByteReader {
     }
   }
   std::string str(uint64_t n) {
-    if (n > remaining()) fail(tell(), "string of " + std::to_string(n) + " bytes runs past the end of its section (truncated or corrupt)");
+    if (n > remaining())
+      fail(tell(), "string of " + std::to_string(n) + " bytes runs past the end of its section (truncated or corrupt)");
     std::string s;
     s.reserve(static_cast<size_t>(n < 4096 ? n : 4096));
     while (n > 0) {
@@ -111,8 +115,7 @@ class ByteReader {
     buf_file_pos_ += pos_;
     pos_ = 0;
     buf_len_ = keep;
-    if (std::fseek(f_, static_cast<long>(buf_file_pos_ + buf_len_), SEEK_SET) != 0)
-      fail(tell(), "cannot seek");
+    if (std::fseek(f_, static_cast<long>(buf_file_pos_ + buf_len_), SEEK_SET) != 0) fail(tell(), "cannot seek");
     size_t got = std::fread(buf_.get() + buf_len_, 1, cap_ - buf_len_, f_);
     buf_len_ += got;
     if (buf_len_ < need) fail(tell(), "unexpected end of file (truncated?)");

@@ -1,9 +1,10 @@
 #include "gpucomm/trace/dumpi_reader.hpp"
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <fstream>
-#include <sys/stat.h>
 
 #include "byte_reader.hpp"
 #include "gpucomm/core/error.hpp"
@@ -14,8 +15,7 @@ namespace gpucomm::trace {
 namespace {
 constexpr uint64_t kHeadMagic = 0xffaadd44554d5049ULL;  // "\xff\xaa\xddDUMPI"
 constexpr uint64_t kFootMagic = 0xf007fee7ULL;
-constexpr uint8_t kMaskStatuses = 0x03, kMaskCpu = 0x04, kMaskWall = 0x08, kMaskThread = 0x40,
-                  kMaskPerf = 0x80;
+constexpr uint8_t kMaskStatuses = 0x03, kMaskCpu = 0x04, kMaskWall = 0x08, kMaskThread = 0x40, kMaskPerf = 0x80;
 
 bool version_at_least(const std::array<uint8_t, 3>& v, int a, int b, int c) {
   if (v[0] != a) return v[0] > a;
@@ -30,7 +30,7 @@ class DumpiFile::Reader : public detail::ByteReader {
 };
 
 DumpiFile::DumpiFile(std::string path, int rank, size_t buffer_bytes) : path_(std::move(path)), rank_(rank) {
-  struct stat st {};
+  struct stat st{};
   if (::stat(path_.c_str(), &st) != 0) raise_errno("trace reader", errno, "cannot open rank file " + path_);
   file_size_ = static_cast<uint64_t>(st.st_size);
   std::FILE* f = std::fopen(path_.c_str(), "rb");
@@ -39,7 +39,8 @@ DumpiFile::DumpiFile(std::string path, int rank, size_t buffer_bytes) : path_(st
   in_ = std::make_unique<Reader>(f, path_, file_size_, buffer_bytes);
   Reader& in = *in_;
 
-  if (file_size_ < 8 + 40) in.fail(0, "file of " + std::to_string(file_size_) + " bytes is too short to be a DUMPI trace");
+  if (file_size_ < 8 + 40)
+    in.fail(0, "file of " + std::to_string(file_size_) + " bytes is too short to be a DUMPI trace");
   in.seek(0, file_size_);
   if (in.u64() != kHeadMagic) in.fail(0, "wrong magic: not a DUMPI binary trace");
 
@@ -54,7 +55,8 @@ DumpiFile::DumpiFile(std::string path, int rank, size_t buffer_bytes) : path_(st
       break;
     }
   }
-  if (slots == 0) in.fail(file_size_ > 64 ? file_size_ - 64 : 0, "no DUMPI index record at the end of the file (truncated?)");
+  if (slots == 0)
+    in.fail(file_size_ > 64 ? file_size_ - 64 : 0, "no DUMPI index record at the end of the file (truncated?)");
   if (slots >= 8) index_.sizes = in.u64();
   if (slots >= 7) index_.addresses = in.u64();
   if (slots >= 6) index_.perf_labels = in.u64();
@@ -63,9 +65,11 @@ DumpiFile::DumpiFile(std::string path, int rank, size_t buffer_bytes) : path_(st
   index_.footer = in.u64();
   index_.keyval = in.u64();
   const uint64_t index_start = file_size_ - 8u * slots;
-  for (uint64_t off : {index_.sizes, index_.addresses, index_.perf_labels, index_.header, index_.body,
-                       index_.footer, index_.keyval})
-    if (off >= index_start) in.fail(index_start, "index names section offset " + std::to_string(off) + " beyond the data (corrupt or truncated)");
+  for (uint64_t off :
+       {index_.sizes, index_.addresses, index_.perf_labels, index_.header, index_.body, index_.footer, index_.keyval})
+    if (off >= index_start)
+      in.fail(index_start,
+              "index names section offset " + std::to_string(off) + " beyond the data (corrupt or truncated)");
   if (index_.body < 8) in.fail(index_start, "index has no body section");
 
   if (index_.header > 0) {
@@ -104,7 +108,9 @@ DumpiFile::DumpiFile(std::string path, int rank, size_t buffer_bytes) : path_(st
 
 DumpiFile::~DumpiFile() = default;
 
-uint64_t DumpiFile::bytes_consumed() const { return done_ ? file_size_ : in_->tell(); }
+uint64_t DumpiFile::bytes_consumed() const {
+  return done_ ? file_size_ : in_->tell();
+}
 
 bool DumpiFile::next(Record& r) {
   if (done_) return false;
@@ -130,7 +136,9 @@ bool DumpiFile::next(Record& r) {
       uint64_t at = in.tell();
       int64_t sec = int64_t(in.u16()) + sec_offset;
       uint32_t ns = in.u32();
-      if (ns >= 1000000000u) in.fail(at, "nanosecond field " + std::to_string(ns) + " out of range (corrupt record of " + std::string(function_name(id)) + ")");
+      if (ns >= 1000000000u)
+        in.fail(at, "nanosecond field " + std::to_string(ns) + " out of range (corrupt record of " +
+                        std::string(function_name(id)) + ")");
       *out = sec * 1000000000LL + ns;
     }
   };
@@ -154,24 +162,59 @@ bool DumpiFile::next(Record& r) {
   using detail::Role;
   auto store = [&r](Role role, int32_t v) {
     switch (role) {
-      case Role::count: r.count = v; break;
-      case Role::datatype: r.datatype = v; break;
-      case Role::peer: r.peer = v; break;
-      case Role::tag: r.tag = v; break;
-      case Role::comm: r.comm = v; break;
-      case Role::request: r.request = v; break;
-      case Role::count2: r.count2 = v; break;
-      case Role::datatype2: r.datatype2 = v; break;
-      case Role::peer2: r.peer2 = v; break;
-      case Role::tag2: r.tag2 = v; break;
-      case Role::root: r.root = v; break;
-      case Role::commrank: r.commrank = v; break;
-      case Role::commsize: r.commsize = v; break;
-      case Role::flag: r.flag = v; break;
-      case Role::index: r.index = v; break;
-      case Role::value: r.value = v; break;
-      case Role::newcomm: r.newcomm = v; break;
-      default: break;
+      case Role::count:
+        r.count = v;
+        break;
+      case Role::datatype:
+        r.datatype = v;
+        break;
+      case Role::peer:
+        r.peer = v;
+        break;
+      case Role::tag:
+        r.tag = v;
+        break;
+      case Role::comm:
+        r.comm = v;
+        break;
+      case Role::request:
+        r.request = v;
+        break;
+      case Role::count2:
+        r.count2 = v;
+        break;
+      case Role::datatype2:
+        r.datatype2 = v;
+        break;
+      case Role::peer2:
+        r.peer2 = v;
+        break;
+      case Role::tag2:
+        r.tag2 = v;
+        break;
+      case Role::root:
+        r.root = v;
+        break;
+      case Role::commrank:
+        r.commrank = v;
+        break;
+      case Role::commsize:
+        r.commsize = v;
+        break;
+      case Role::flag:
+        r.flag = v;
+        break;
+      case Role::index:
+        r.index = v;
+        break;
+      case Role::value:
+        r.value = v;
+        break;
+      case Role::newcomm:
+        r.newcomm = v;
+        break;
+      default:
+        break;
     }
   };
   auto int_array = [&](Role role) {
@@ -195,15 +238,33 @@ bool DumpiFile::next(Record& r) {
   for (const detail::Step& st : layout.steps) {
     if (st.root_only && !(r.commrank != kUnset && r.commrank == r.root)) continue;
     switch (st.op) {
-      case Op::i32: store(st.role, in.i32()); break;
-      case Op::u16: store(st.role, in.u16()); break;
-      case Op::u8: store(st.role, in.u8()); break;
-      case Op::i64: in.skip(8); break;
-      case Op::int_array: int_array(st.role); break;
-      case Op::u16_array: in.skip(uint64_t(in.checked_length(in.u32(), 2, "handle array")) * 2); break;
-      case Op::u8_array: in.skip(in.checked_length(in.u32(), 1, "byte array")); break;
-      case Op::str: string_field(); break;
-      case Op::str_array: string_array(); break;
+      case Op::i32:
+        store(st.role, in.i32());
+        break;
+      case Op::u16:
+        store(st.role, in.u16());
+        break;
+      case Op::u8:
+        store(st.role, in.u8());
+        break;
+      case Op::i64:
+        in.skip(8);
+        break;
+      case Op::int_array:
+        int_array(st.role);
+        break;
+      case Op::u16_array:
+        in.skip(uint64_t(in.checked_length(in.u32(), 2, "handle array")) * 2);
+        break;
+      case Op::u8_array:
+        in.skip(in.checked_length(in.u32(), 1, "byte array"));
+        break;
+      case Op::str:
+        string_field();
+        break;
+      case Op::str_array:
+        string_array();
+        break;
       case Op::str_array2: {
         uint32_t n = in.checked_length(in.u32(), 4, "string table");
         for (uint32_t k = 0; k < n; ++k) string_array();
@@ -239,9 +300,11 @@ bool DumpiFile::next(Record& r) {
       case Op::int_array_since_069:
       case Op::int_array_since_068: {
         bool array = st.op == Op::int_array_since_069 ? version_at_least(header_.version, 0, 6, 9)
-                                                       : version_at_least(header_.version, 0, 6, 8);
-        if (array) int_array(Role::none);
-        else in.skip(4);
+                                                      : version_at_least(header_.version, 0, 6, 8);
+        if (array)
+          int_array(Role::none);
+        else
+          in.skip(4);
         break;
       }
     }
@@ -263,19 +326,31 @@ DumpiMeta read_meta(const std::string& path) {
     if (line.empty()) continue;
     auto eq = line.find('=');
     if (eq == std::string::npos)
-      raise(Errc::protocol, "trace reader", path + ": line " + std::to_string(lineno) + ": expected key=value, got '" + line + "'");
+      raise(Errc::protocol, "trace reader",
+            path + ": line " + std::to_string(lineno) + ": expected key=value, got '" + line + "'");
     std::string key = line.substr(0, eq), val = line.substr(eq + 1);
     try {
-      if (key == "hostname") m.hostname = val;
-      else if (key == "username") m.username = val;
-      else if (key == "fileprefix") { m.fileprefix = val; have_prefix = true; }
-      else if (key == "numprocs") { m.numprocs = std::stoi(val); have_np = true; }
-      else if (key == "startime" || key == "starttime") m.start_time = std::stoull(val);
-      else if (key == "version") m.version[0] = std::stoi(val);
-      else if (key == "subversion") m.version[1] = std::stoi(val);
-      else if (key == "subsubversion") m.version[2] = std::stoi(val);
+      if (key == "hostname")
+        m.hostname = val;
+      else if (key == "username")
+        m.username = val;
+      else if (key == "fileprefix") {
+        m.fileprefix = val;
+        have_prefix = true;
+      } else if (key == "numprocs") {
+        m.numprocs = std::stoi(val);
+        have_np = true;
+      } else if (key == "startime" || key == "starttime")
+        m.start_time = std::stoull(val);
+      else if (key == "version")
+        m.version[0] = std::stoi(val);
+      else if (key == "subversion")
+        m.version[1] = std::stoi(val);
+      else if (key == "subsubversion")
+        m.version[2] = std::stoi(val);
     } catch (const std::exception&) {
-      raise(Errc::protocol, "trace reader", path + ": line " + std::to_string(lineno) + ": bad value for " + key + ": '" + val + "'");
+      raise(Errc::protocol, "trace reader",
+            path + ": line " + std::to_string(lineno) + ": bad value for " + key + ": '" + val + "'");
     }
   }
   if (!have_prefix) raise(Errc::protocol, "trace reader", path + ": no fileprefix= line");

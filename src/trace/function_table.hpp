@@ -7,7 +7,7 @@
 namespace gpucomm::trace::detail {
 
 struct FunctionRow {
-  const char* name;    // MPI name
+  const char* name;  // MPI name
   FuncClass cls;
   const char* layout;  // argument layout, see layout.hpp; nullptr: layout not known
 };

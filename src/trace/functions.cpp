@@ -29,8 +29,13 @@ FuncClass function_class(uint16_t id) noexcept {
 
 bool is_nonblocking(uint16_t id) noexcept {
   switch (id) {
-    case fid::Isend: case fid::Ibsend: case fid::Issend: case fid::Irsend: case fid::Irecv:
-    case fid::Start: case fid::Startall:
+    case fid::Isend:
+    case fid::Ibsend:
+    case fid::Issend:
+    case fid::Irsend:
+    case fid::Irecv:
+    case fid::Start:
+    case fid::Startall:
       return true;
     default:
       return false;
@@ -48,9 +53,14 @@ int function_id(std::string_view name) noexcept {
 
 bool is_communicating(FuncClass c) noexcept {
   switch (c) {
-    case FuncClass::p2p_send: case FuncClass::p2p_recv: case FuncClass::p2p_sendrecv:
-    case FuncClass::completion: case FuncClass::probe: case FuncClass::start:
-    case FuncClass::collective: case FuncClass::rma:
+    case FuncClass::p2p_send:
+    case FuncClass::p2p_recv:
+    case FuncClass::p2p_sendrecv:
+    case FuncClass::completion:
+    case FuncClass::probe:
+    case FuncClass::start:
+    case FuncClass::collective:
+    case FuncClass::rma:
       return true;
     default:
       return false;

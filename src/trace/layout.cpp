@@ -12,35 +12,51 @@ namespace {
 
 Op parse_op(char c, std::string_view fn) {
   switch (c) {
-    case 'i': return Op::i32;
-    case 'h': return Op::u16;
-    case 'b': return Op::u8;
-    case 'q': return Op::i64;
-    case 'A': return Op::int_array;
-    case 'D': return Op::u16_array;
-    case 'B': return Op::u8_array;
-    case 'c': return Op::str;
-    case 'C': return Op::str_array;
-    case 'E': return Op::str_array2;
-    case 'G': return Op::int_array2;
-    case 's': return Op::statuses;
-    case 'V': return Op::argv;
-    case 'T': return Op::int_array_since_069;
-    case 'K': return Op::int_array_since_068;
-    default: break;
+    case 'i':
+      return Op::i32;
+    case 'h':
+      return Op::u16;
+    case 'b':
+      return Op::u8;
+    case 'q':
+      return Op::i64;
+    case 'A':
+      return Op::int_array;
+    case 'D':
+      return Op::u16_array;
+    case 'B':
+      return Op::u8_array;
+    case 'c':
+      return Op::str;
+    case 'C':
+      return Op::str_array;
+    case 'E':
+      return Op::str_array2;
+    case 'G':
+      return Op::int_array2;
+    case 's':
+      return Op::statuses;
+    case 'V':
+      return Op::argv;
+    case 'T':
+      return Op::int_array_since_069;
+    case 'K':
+      return Op::int_array_since_068;
+    default:
+      break;
   }
   raise(Errc::internal, "trace layout", std::string("bad token '") + c + "' for " + std::string(fn));
 }
 
 Role parse_role(std::string_view r, std::string_view fn) {
   static constexpr std::pair<std::string_view, Role> kRoles[] = {
-      {"count", Role::count}, {"datatype", Role::datatype}, {"peer", Role::peer},
-      {"tag", Role::tag}, {"comm", Role::comm}, {"request", Role::request},
-      {"count2", Role::count2}, {"datatype2", Role::datatype2}, {"peer2", Role::peer2},
-      {"tag2", Role::tag2}, {"root", Role::root}, {"commrank", Role::commrank},
-      {"commsize", Role::commsize}, {"flag", Role::flag}, {"index", Role::index},
-      {"value", Role::value}, {"newcomm", Role::newcomm}, {"requests", Role::requests},
-      {"indices", Role::indices}, {"statuses", Role::statuses}, {"counts", Role::counts},
+      {"count", Role::count},       {"datatype", Role::datatype},   {"peer", Role::peer},
+      {"tag", Role::tag},           {"comm", Role::comm},           {"request", Role::request},
+      {"count2", Role::count2},     {"datatype2", Role::datatype2}, {"peer2", Role::peer2},
+      {"tag2", Role::tag2},         {"root", Role::root},           {"commrank", Role::commrank},
+      {"commsize", Role::commsize}, {"flag", Role::flag},           {"index", Role::index},
+      {"value", Role::value},       {"newcomm", Role::newcomm},     {"requests", Role::requests},
+      {"indices", Role::indices},   {"statuses", Role::statuses},   {"counts", Role::counts},
       {"counts2", Role::counts2}};
   for (auto& [name, role] : kRoles)
     if (name == r) return role;

@@ -17,13 +17,47 @@
 namespace gpucomm::trace::detail {
 
 enum class Op : uint8_t {
-  i32, u16, u8, i64, int_array, u16_array, u8_array, str, str_array, str_array2, int_array2,
-  statuses, argv, int_array_since_069, int_array_since_068,
+  i32,
+  u16,
+  u8,
+  i64,
+  int_array,
+  u16_array,
+  u8_array,
+  str,
+  str_array,
+  str_array2,
+  int_array2,
+  statuses,
+  argv,
+  int_array_since_069,
+  int_array_since_068,
 };
 
 enum class Role : uint8_t {
-  none, count, datatype, peer, tag, comm, request, count2, datatype2, peer2, tag2, root,
-  commrank, commsize, flag, index, value, newcomm, requests, indices, statuses, counts, counts2,
+  none,
+  count,
+  datatype,
+  peer,
+  tag,
+  comm,
+  request,
+  count2,
+  datatype2,
+  peer2,
+  tag2,
+  root,
+  commrank,
+  commsize,
+  flag,
+  index,
+  value,
+  newcomm,
+  requests,
+  indices,
+  statuses,
+  counts,
+  counts2,
 };
 
 struct Step {

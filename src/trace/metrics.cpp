@@ -4,10 +4,14 @@
 
 namespace gpucomm::trace {
 namespace {
-std::string short_name(uint16_t id) { return std::string(function_short_name(id)); }
+std::string short_name(uint16_t id) {
+  return std::string(function_short_name(id));
+}
 }  // namespace
 
-double RankMetrics::t_app_s() const { return any_call ? double(last_stop_ns - first_start_ns) * 1e-9 : 0.0; }
+double RankMetrics::t_app_s() const {
+  return any_call ? double(last_stop_ns - first_start_ns) * 1e-9 : 0.0;
+}
 
 double RankMetrics::s_mpi() const {
   double app = double(last_stop_ns - first_start_ns);
@@ -19,7 +23,9 @@ double RankMetrics::s_comm() const {
   return any_comm && span > 0 ? double(t_comm_ns) / span : 0.0;
 }
 
-double RankMetrics::s_admin() const { return t_mpi_ns > 0 ? 1.0 - double(t_comm_ns) / double(t_mpi_ns) : 0.0; }
+double RankMetrics::s_admin() const {
+  return t_mpi_ns > 0 ? 1.0 - double(t_comm_ns) / double(t_mpi_ns) : 0.0;
+}
 
 uint64_t RankMetrics::distinct_peers() const {
   std::set<int32_t> all = send_peers;
@@ -29,13 +35,20 @@ uint64_t RankMetrics::distinct_peers() const {
 
 int64_t collective_elements(const Record& r) {
   switch (r.func) {
-    case fid::Barrier: return 0;
-    case fid::Alltoallv: case fid::Alltoallw: case fid::Reduce_scatter: return r.counts_sum < 0 ? 0 : r.counts_sum;
-    default: return r.count == kUnset ? 0 : r.count;
+    case fid::Barrier:
+      return 0;
+    case fid::Alltoallv:
+    case fid::Alltoallw:
+    case fid::Reduce_scatter:
+      return r.counts_sum < 0 ? 0 : r.counts_sum;
+    default:
+      return r.count == kUnset ? 0 : r.count;
   }
 }
 
-RankAccumulator::RankAccumulator(int rank, const std::vector<int32_t>& sizes) : sizes_(sizes) { m_.rank = rank; }
+RankAccumulator::RankAccumulator(int rank, const std::vector<int32_t>& sizes) : sizes_(sizes) {
+  m_.rank = rank;
+}
 
 int64_t RankAccumulator::type_size(int32_t dt) const {
   if (dt >= 0 && static_cast<size_t>(dt) < sizes_.size()) return sizes_[dt];
@@ -43,8 +56,8 @@ int64_t RankAccumulator::type_size(int32_t dt) const {
   return it == learned_sizes_.end() ? -1 : it->second;
 }
 
-void RankAccumulator::on_send(const char* fn, bool nonblocking, int32_t count, int32_t datatype, int32_t peer, int32_t tag,
-                              int32_t comm, int64_t t, std::vector<P2PEvent>& ev) {
+void RankAccumulator::on_send(const char* fn, bool nonblocking, int32_t count, int32_t datatype, int32_t peer,
+                              int32_t tag, int32_t comm, int64_t t, std::vector<P2PEvent>& ev) {
   if (peer == kProcNull) {
     ++m_.proc_null_sends;
     return;
@@ -56,8 +69,10 @@ void RankAccumulator::on_send(const char* fn, bool nonblocking, int32_t count, i
   int64_t ts = type_size(datatype);
   int64_t bytes = ts >= 0 ? int64_t(count) * ts : -1;
   m_.send_elements.add(count);
-  if (bytes >= 0) m_.send_bytes.add(bytes);
-  else ++m_.send_size_unknown;
+  if (bytes >= 0)
+    m_.send_bytes.add(bytes);
+  else
+    ++m_.send_size_unknown;
   m_.send_peers.insert(peer);
   m_.tags.insert(tag);
   ++m_.sends_to[peer];
@@ -66,9 +81,9 @@ void RankAccumulator::on_send(const char* fn, bool nonblocking, int32_t count, i
   ev.push_back({P2PEvent::send, t, m_.rank, comm, peer, tag, bytes, count});
 }
 
-void RankAccumulator::on_recv(const char* fn, bool nonblocking, int32_t count, int32_t datatype, int32_t peer, int32_t tag,
-                              int32_t comm, int64_t t, std::vector<P2PEvent>& ev, int32_t request, const Status* status,
-                              bool status_recorded) {
+void RankAccumulator::on_recv(const char* fn, bool nonblocking, int32_t count, int32_t datatype, int32_t peer,
+                              int32_t tag, int32_t comm, int64_t t, std::vector<P2PEvent>& ev, int32_t request,
+                              const Status* status, bool status_recorded) {
   if (peer == kProcNull) {
     ++m_.proc_null_recvs;
     return;
@@ -80,8 +95,10 @@ void RankAccumulator::on_recv(const char* fn, bool nonblocking, int32_t count, i
   int64_t ts = type_size(datatype);
   int64_t bytes = ts >= 0 ? int64_t(count) * ts : -1;
   m_.recv_elements.add(count);
-  if (bytes >= 0) m_.recv_bytes.add(bytes);
-  else ++m_.recv_size_unknown;
+  if (bytes >= 0)
+    m_.recv_bytes.add(bytes);
+  else
+    ++m_.recv_size_unknown;
   m_.tags.insert(tag);
   PendingRecv p{peer == kAnySource, bytes, count};
   if (peer == kAnySource) {
@@ -124,8 +141,10 @@ void RankAccumulator::on_start(int32_t request, int64_t t, const char* fn, std::
   auto it = persistent_.find(request);
   if (it == persistent_.end()) return;
   const Persistent& p = it->second;
-  if (p.is_send) on_send(fn, true, p.count, p.datatype, p.peer, p.tag, p.comm, t, ev);
-  else on_recv(fn, true, p.count, p.datatype, p.peer, p.tag, p.comm, t, ev, request, nullptr, false);
+  if (p.is_send)
+    on_send(fn, true, p.count, p.datatype, p.peer, p.tag, p.comm, t, ev);
+  else
+    on_recv(fn, true, p.count, p.datatype, p.peer, p.tag, p.comm, t, ev, request, nullptr, false);
 }
 
 void RankAccumulator::consume(const Record& r, int64_t t, int64_t stop, std::vector<P2PEvent>& ev) {
@@ -152,8 +171,14 @@ void RankAccumulator::consume(const Record& r, int64_t t, int64_t stop, std::vec
   const bool has_status = r.statuses_recorded && !r.statuses.empty();
   const Status* first_status = has_status ? &r.statuses[0] : nullptr;
   switch (r.func) {
-    case fid::Send: case fid::Bsend: case fid::Ssend: case fid::Rsend:
-    case fid::Isend: case fid::Ibsend: case fid::Issend: case fid::Irsend: {
+    case fid::Send:
+    case fid::Bsend:
+    case fid::Ssend:
+    case fid::Rsend:
+    case fid::Isend:
+    case fid::Ibsend:
+    case fid::Issend:
+    case fid::Irsend: {
       static thread_local std::string name;
       name = short_name(r.func);
       on_send(name.c_str(), is_nonblocking(r.func), r.count, r.datatype, r.peer, r.tag, r.comm, t, ev);
@@ -175,7 +200,11 @@ void RankAccumulator::consume(const Record& r, int64_t t, int64_t stop, std::vec
       on_send(fn, false, r.count, r.datatype, r.peer, r.tag, r.comm, t, ev);
       return;
     }
-    case fid::Send_init: case fid::Bsend_init: case fid::Ssend_init: case fid::Rsend_init: case fid::Recv_init:
+    case fid::Send_init:
+    case fid::Bsend_init:
+    case fid::Ssend_init:
+    case fid::Rsend_init:
+    case fid::Recv_init:
       persistent_[r.request] = {r.func != fid::Recv_init, r.func, r.count, r.datatype, r.peer, r.tag, r.comm};
       return;
     case fid::Start:
@@ -230,8 +259,10 @@ void RankAccumulator::consume(const Record& r, int64_t t, int64_t stop, std::vec
     int64_t el = collective_elements(r);
     m_.coll_elements.add(el);
     int64_t ts = r.func == fid::Barrier ? 1 : r.func == fid::Alltoallw ? -1 : type_size(r.datatype);
-    if (ts >= 0) m_.coll_bytes.add(el * ts);
-    else ++m_.coll_size_unknown;
+    if (ts >= 0)
+      m_.coll_bytes.add(el * ts);
+    else
+      ++m_.coll_size_unknown;
   }
 }
 

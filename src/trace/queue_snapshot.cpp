@@ -34,7 +34,8 @@ class In {
   template <typename T>
   T get(const char* what) {
     if (pos_ + sizeof(T) > data_.size())
-      raise(Errc::protocol, kCall, path_ + ": byte offset " + std::to_string(pos_) + ": file ends inside " + what + " (truncated)");
+      raise(Errc::protocol, kCall,
+            path_ + ": byte offset " + std::to_string(pos_) + ": file ends inside " + what + " (truncated)");
     uint64_t bits = 0;
     for (size_t k = 0; k < sizeof(T); ++k) bits |= uint64_t(static_cast<uint8_t>(data_[pos_ + k])) << (8 * k);
     pos_ += sizeof(T);
@@ -88,7 +89,8 @@ std::vector<QueueSnapshot> read_queue_snapshots(const std::string& path) {
   size_t got;
   while ((got = std::fread(buf, 1, sizeof buf, f.get())) > 0) data.append(buf, got);
   In in(path, std::move(data));
-  if (in.left() < 8 || std::memcmp(in.data().data(), kMagic, 8) != 0) in.fail(0, "not a gpucomm queue snapshot file (wrong magic)");
+  if (in.left() < 8 || std::memcmp(in.data().data(), kMagic, 8) != 0)
+    in.fail(0, "not a gpucomm queue snapshot file (wrong magic)");
   for (int k = 0; k < 8; ++k) in.get<uint8_t>("magic");
   uint32_t version = in.get<uint32_t>("header");
   if (version != kVersion) in.fail(8, "unsupported snapshot version " + std::to_string(version));
@@ -99,12 +101,14 @@ std::vector<QueueSnapshot> read_queue_snapshots(const std::string& path) {
     size_t at = in.pos();
     s.rank = in.get<int32_t>("snapshot");
     uint32_t reason = in.get<uint32_t>("snapshot");
-    if (reason != static_cast<uint32_t>(SnapshotReason::rank_peak)) in.fail(at + 4, "unknown snapshot reason " + std::to_string(reason));
+    if (reason != static_cast<uint32_t>(SnapshotReason::rank_peak))
+      in.fail(at + 4, "unknown snapshot reason " + std::to_string(reason));
     s.reason = static_cast<SnapshotReason>(reason);
     s.time_s = in.get<double>("snapshot");
     uint32_t nu = in.get<uint32_t>("snapshot"), np = in.get<uint32_t>("snapshot");
     if ((uint64_t(nu) + np) * 24 > in.left())
-      in.fail(in.pos() - 8, "queue lengths " + std::to_string(nu) + " + " + std::to_string(np) + " exceed the file (truncated)");
+      in.fail(in.pos() - 8,
+              "queue lengths " + std::to_string(nu) + " + " + std::to_string(np) + " exceed the file (truncated)");
     for (uint32_t k = 0; k < nu + np; ++k) {
       QueueEnvelope e;
       e.comm = in.get<int32_t>("envelope");

@@ -58,7 +58,8 @@ void MatchingReplay::arrive(int dst, int src_in_comm, const P2PEvent& s) {
 
 void MatchingReplay::post(const P2PEvent& e) {
   Rank& r = ranks_[static_cast<size_t>(e.rank)];
-  QueueEnvelope recv{e.comm, e.peer == kAnySource ? kSnapshotAny : e.peer, e.tag == kAnyTag ? kSnapshotAny : e.tag, e.bytes};
+  QueueEnvelope recv{e.comm, e.peer == kAnySource ? kSnapshotAny : e.peer, e.tag == kAnyTag ? kSnapshotAny : e.tag,
+                     e.bytes};
   const size_t len = r.umq.size();
   size_t k = 0;
   for (; k < len; ++k)

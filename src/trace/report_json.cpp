@@ -1,9 +1,9 @@
 // The analysis report as JSON. Field meanings: docs/TRACES.md.
 #include <ostream>
 
+#include "gpucomm/core/json.hpp"
 #include "gpucomm/trace/analysis.hpp"
 #include "gpucomm/trace/functions.hpp"
-#include "gpucomm/core/json.hpp"
 
 namespace gpucomm::trace {
 namespace {
@@ -40,7 +40,9 @@ void int_list(JsonWriter& w, std::string_view key, const std::set<int32_t>& s) {
   w.end_array();
 }
 
-double share(uint64_t part, uint64_t whole) { return whole ? double(part) / double(whole) : 0.0; }
+double share(uint64_t part, uint64_t whole) {
+  return whole ? double(part) / double(whole) : 0.0;
+}
 
 void rates(JsonWriter& w, std::string_view key, const RateCounter& rc, double t_app_s) {
   w.key(key).begin_object();
@@ -82,7 +84,9 @@ void rank_json(JsonWriter& w, const RankMetrics& m, const QueueStats& q) {
   w.end_object();
 
   w.key("time").begin_object();
-  w.field("t_app_s", m.t_app_s()).field("t_mpi_s", double(m.t_mpi_ns) * 1e-9).field("t_comm_s", double(m.t_comm_ns) * 1e-9);
+  w.field("t_app_s", m.t_app_s())
+      .field("t_mpi_s", double(m.t_mpi_ns) * 1e-9)
+      .field("t_comm_s", double(m.t_comm_ns) * 1e-9);
   w.field("t_comm_span_s", m.any_comm ? double(m.last_comm_stop_ns - m.first_comm_start_ns) * 1e-9 : 0.0);
   w.field("s_mpi", m.s_mpi()).field("s_comm", m.s_comm()).field("s_admin", m.s_admin());
   w.end_object();
@@ -184,7 +188,9 @@ void run_json(JsonWriter& w, const Analysis& a) {
   w.field("s_mpi", app_ns > 0 ? double(all.t_mpi_ns) / double(app_ns) : 0.0);
   w.field("s_comm", span_ns > 0 ? double(all.t_comm_ns) / double(span_ns) : 0.0);
   w.field("s_admin", all.t_mpi_ns > 0 ? 1.0 - double(all.t_comm_ns) / double(all.t_mpi_ns) : 0.0);
-  w.field("mean_rank_s_mpi", mean_s_mpi / nr).field("mean_rank_s_comm", mean_s_comm / nr).field("mean_rank_s_admin", mean_s_admin / nr);
+  w.field("mean_rank_s_mpi", mean_s_mpi / nr)
+      .field("mean_rank_s_comm", mean_s_comm / nr)
+      .field("mean_rank_s_admin", mean_s_admin / nr);
   w.end_object();
 
   uint64_t pairs = 0, count_bad = 0, bytes_bad = 0;
@@ -211,8 +217,14 @@ void run_json(JsonWriter& w, const Analysis& a) {
       count_bad += cbad;
       bytes_bad += bbad;
       if ((cbad || bbad) && count_bad + bytes_bad <= 40)
-        w.begin_object().field("src", s).field("dst", d).field("sends", p.sends).field("recvs", p.recvs)
-            .field("send_bytes", p.send_bytes).field("recv_bytes", p.recv_bytes).end_object();
+        w.begin_object()
+            .field("src", s)
+            .field("dst", d)
+            .field("sends", p.sends)
+            .field("recvs", p.recvs)
+            .field("send_bytes", p.send_bytes)
+            .field("recv_bytes", p.recv_bytes)
+            .end_object();
     }
   w.end_array();
   w.field("pairs", pairs).field("pair_count_check", count_bad == 0).field("pair_bytes_check", bytes_bad == 0);
@@ -263,7 +275,12 @@ void write_json(const Analysis& a, std::ostream& os, int only_rank) {
   w.field("mb_per_s", a.read_seconds > 0 ? double(a.info.total_bytes()) / 1e6 / a.read_seconds : 0.0);
   w.key("files").begin_array();
   for (auto& f : a.info.files)
-    w.begin_object().field("rank", f.rank).field("path", f.path).field("bytes", f.bytes).field("format", f.binary ? "dumpi" : "dumpi2ascii").end_object();
+    w.begin_object()
+        .field("rank", f.rank)
+        .field("path", f.path)
+        .field("bytes", f.bytes)
+        .field("format", f.binary ? "dumpi" : "dumpi2ascii")
+        .end_object();
   w.end_array();
   w.end_object();
   run_json(w, a);
@@ -273,7 +290,12 @@ void write_json(const Analysis& a, std::ostream& os, int only_rank) {
   w.end_array();
   w.key("snapshots").begin_array();
   for (auto& s : a.snapshots)
-    w.begin_object().field("rank", s.rank).field("time_s", s.time_s).field("umq", s.umq.size()).field("prq", s.prq.size()).end_object();
+    w.begin_object()
+        .field("rank", s.rank)
+        .field("time_s", s.time_s)
+        .field("umq", s.umq.size())
+        .field("prq", s.prq.size())
+        .end_object();
   w.end_array();
   w.field("replay_skipped_p2p", a.unreplayed_p2p);
   w.key("warnings").begin_array();

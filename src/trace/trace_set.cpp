@@ -59,8 +59,9 @@ void from_meta(TraceInfo& info, const std::string& meta_path) {
         }
     }
     if (!fs::exists(f.path))
-      raise(Errc::invalid_argument, kCall, "rank file missing: " + rank_file_path(meta, r) + " (" + meta_path + " lists " +
-                                               std::to_string(meta.numprocs) + " ranks)");
+      raise(Errc::invalid_argument, kCall,
+            "rank file missing: " + rank_file_path(meta, r) + " (" + meta_path + " lists " +
+                std::to_string(meta.numprocs) + " ranks)");
     f.bytes = size_of(f.path);
     info.files.push_back(f);
   }
@@ -85,17 +86,20 @@ TraceSet TraceSet::open(const std::string& path) {
       if (e.is_regular_file() && e.path().extension() == ".meta") metas.push_back(e.path().string());
     std::sort(metas.begin(), metas.end());
     if (metas.size() > 1)
-      raise(Errc::invalid_argument, kCall, path + " holds " + std::to_string(metas.size()) + " .meta files (" + metas[0] + ", " +
-                                               metas[1] + ", ...): pass one of them instead of the directory");
+      raise(Errc::invalid_argument, kCall,
+            path + " holds " + std::to_string(metas.size()) + " .meta files (" + metas[0] + ", " + metas[1] +
+                ", ...): pass one of them instead of the directory");
     if (metas.size() == 1) {
       from_meta(ts.info_, metas[0]);
     } else {
       auto ranks = text_ranks(p);
       if (ranks.empty())
-        raise(Errc::invalid_argument, kCall, path + " holds neither a DUMPI .meta file nor text traces named <prefix>-NNNN.txt");
+        raise(Errc::invalid_argument, kCall,
+              path + " holds neither a DUMPI .meta file nor text traces named <prefix>-NNNN.txt");
       int expect = 0;
       for (auto& [r, file] : ranks) {
-        if (r != expect) raise(Errc::invalid_argument, kCall, "text trace for rank " + std::to_string(expect) + " missing in " + path);
+        if (r != expect)
+          raise(Errc::invalid_argument, kCall, "text trace for rank " + std::to_string(expect) + " missing in " + path);
         ts.info_.files.push_back({r, file, false, size_of(file)});
         ++expect;
       }
@@ -109,7 +113,8 @@ TraceSet TraceSet::open(const std::string& path) {
     int rank = std::regex_match(name, m, re) ? std::stoi(m[1]) : 0;
     ts.info_.files.push_back({rank, path, false, size_of(path)});
   } else if (p.extension() == ".bin") {
-    raise(Errc::invalid_argument, kCall, path + ": pass the run's .meta file or its directory, not a single .bin rank file");
+    raise(Errc::invalid_argument, kCall,
+          path + ": pass the run's .meta file or its directory, not a single .bin rank file");
   } else {
     raise(Errc::invalid_argument, kCall, path + ": not a trace directory, .meta file or text trace (.txt)");
   }
@@ -117,20 +122,23 @@ TraceSet TraceSet::open(const std::string& path) {
 }
 
 std::unique_ptr<RecordSource> TraceSet::open_rank(int r) const {
-  if (r < 0 || r >= ranks()) raise_arg(kCall, "rank", std::to_string(r) + " is outside 0.." + std::to_string(ranks() - 1));
+  if (r < 0 || r >= ranks())
+    raise_arg(kCall, "rank", std::to_string(r) + " is outside 0.." + std::to_string(ranks() - 1));
   const RankFile& f = info_.files[r];
   if (!f.binary) return std::make_unique<AsciiFile>(f.path, f.rank);
   auto file = std::make_unique<DumpiFile>(f.path, f.rank);
   if (!info_.meta_path.empty()) {
     const auto& h = file->header();
     if (h.start_time != info_.start_time)
-      raise(Errc::protocol, kCall, f.path + ": byte offset " + std::to_string(file->index().header + 3) + ": header start time " +
-                                       std::to_string(h.start_time) + " differs from " + info_.meta_path + " (" +
-                                       std::to_string(info_.start_time) + "): the file belongs to another run");
+      raise(Errc::protocol, kCall,
+            f.path + ": byte offset " + std::to_string(file->index().header + 3) + ": header start time " +
+                std::to_string(h.start_time) + " differs from " + info_.meta_path + " (" +
+                std::to_string(info_.start_time) + "): the file belongs to another run");
     if (h.version[0] != info_.version[0] || h.version[1] != info_.version[1] || h.version[2] != info_.version[2])
-      raise(Errc::protocol, kCall, f.path + ": byte offset " + std::to_string(file->index().header) + ": trace format version " +
-                                       std::to_string(h.version[0]) + "." + std::to_string(h.version[1]) + "." + std::to_string(h.version[2]) +
-                                       " differs from the meta file's: the file belongs to another run");
+      raise(Errc::protocol, kCall,
+            f.path + ": byte offset " + std::to_string(file->index().header) + ": trace format version " +
+                std::to_string(h.version[0]) + "." + std::to_string(h.version[1]) + "." + std::to_string(h.version[2]) +
+                " differs from the meta file's: the file belongs to another run");
   }
   return file;
 }

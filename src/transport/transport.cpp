@@ -34,11 +34,16 @@ std::string own_folder() {
 
 const char* kind_name(Kind k) {
   switch (k) {
-    case Kind::automatic: return "auto";
-    case Kind::direct: return "direct";
-    case Kind::proxy_cpu: return "proxy-cpu";
-    case Kind::proxy_gpu: return "proxy-gpu";
-    case Kind::ucx: return "ucx";
+    case Kind::automatic:
+      return "auto";
+    case Kind::direct:
+      return "direct";
+    case Kind::proxy_cpu:
+      return "proxy-cpu";
+    case Kind::proxy_gpu:
+      return "proxy-gpu";
+    case Kind::ucx:
+      return "ucx";
   }
   return "?";
 }

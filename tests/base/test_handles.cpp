@@ -41,7 +41,8 @@ TEST(Handles, WellFormedHandleIsAccepted) {
 TEST(Handles, WrongVersionMagicOrSizeIsRefusedNamingTheField) {
   DeviceHandle h = good_handle();
   h.version = kHandleVersion + 1;
-  EXPECT_NE(refusal(h).find("version " + std::to_string(kHandleVersion + 1) + " is not this library's"), std::string::npos)
+  EXPECT_NE(refusal(h).find("version " + std::to_string(kHandleVersion + 1) + " is not this library's"),
+            std::string::npos)
       << refusal(h);
   h = good_handle();
   h.magic = 0;

@@ -127,7 +127,9 @@ TEST(OrderingGpu, GroupPublishThenPostedReleaseAdd) {
   run_message_passing(true);
 }
 
-__global__ void use_handle(DeviceHandle h) { detail::check_handle(h, DeviceOp::handle_check); }
+__global__ void use_handle(DeviceHandle h) {
+  detail::check_handle(h, DeviceOp::handle_check);
+}
 
 // In a child process (the trap ends the CUDA context): a handle of another version is refused.
 int refuse_other_version() {
@@ -143,8 +145,8 @@ int refuse_other_version() {
   h.diag = diag_dev;
   use_handle<<<1, 1>>>(h);
   const cudaError_t e = cudaDeviceSynchronize();
-  const bool ok = e != cudaSuccess && diag->state == DeviceDiag::kReady && diag->fault == DeviceFault::bad_handle && diag->offset == 1 &&
-                  diag->expected == kHandleVersion && diag->seen == kHandleVersion + 1u;
+  const bool ok = e != cudaSuccess && diag->state == DeviceDiag::kReady && diag->fault == DeviceFault::bad_handle &&
+                  diag->offset == 1 && diag->expected == kHandleVersion && diag->seen == kHandleVersion + 1u;
   std::fprintf(stderr, "kernel: %s, fault %u, field %llu\n", cudaGetErrorName(e), static_cast<unsigned>(diag->fault),
                static_cast<unsigned long long>(diag->offset));
   return ok ? 0 : 1;
@@ -152,7 +154,8 @@ int refuse_other_version() {
 
 TEST(OrderingGpuDeathTest, KernelRefusesHandleOfAnotherVersion) {
   GPUCOMM_REQUIRE_GPUS(1);
-  if (std::getenv("GPUCOMM_UNDER_SANITIZER")) GTEST_SKIP() << "the kernel traps on purpose; compute-sanitizer reports every trap";
+  if (std::getenv("GPUCOMM_UNDER_SANITIZER"))
+    GTEST_SKIP() << "the kernel traps on purpose; compute-sanitizer reports every trap";
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(std::exit(refuse_other_version()), ::testing::ExitedWithCode(0), "");
 }

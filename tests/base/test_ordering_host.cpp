@@ -25,7 +25,8 @@ TEST(OrderingHost, MessagePassingThroughSignals) {
   uint64_t bad = 0;
   std::thread writer([&] {
     for (int i = 0; i < kRounds; ++i) {
-      for (int k = 0; k < 4; ++k) mem::host_store(&data[static_cast<size_t>(i) * 4 + k], uint64_t(i) * 4 + k + 1, std::memory_order_relaxed);
+      for (int k = 0; k < 4; ++k)
+        mem::host_store(&data[static_cast<size_t>(i) * 4 + k], uint64_t(i) * 4 + k + 1, std::memory_order_relaxed);
       mem::host_signal(&flags[static_cast<size_t>(i)], (i & 1) ? SignalOp::add : SignalOp::set, 1);
     }
   });
@@ -34,7 +35,8 @@ TEST(OrderingHost, MessagePassingThroughSignals) {
       while (mem::host_load(&flags[static_cast<size_t>(i)], std::memory_order_acquire) == 0) {
       }
       for (int k = 0; k < 4; ++k)
-        bad += mem::host_load(&data[static_cast<size_t>(i) * 4 + k], std::memory_order_relaxed) != uint64_t(i) * 4 + k + 1;
+        bad +=
+            mem::host_load(&data[static_cast<size_t>(i) * 4 + k], std::memory_order_relaxed) != uint64_t(i) * 4 + k + 1;
     }
   });
   writer.join();

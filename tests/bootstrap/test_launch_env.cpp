@@ -6,16 +6,42 @@
 
 namespace gpucomm::bootstrap {
 namespace {
-const char* kVars[] = {"GPUCOMM_RANK", "GPUCOMM_SIZE", "GPUCOMM_LOCAL_RANK", "GPUCOMM_LOCAL_SIZE", "GPUCOMM_UNIQUE_ID",
-                       "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-                       "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", "PMI_RANK", "PMI_SIZE",
-                       "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE", "SLURM_JOB_ID",
-                       "SLURM_STEP_ID", "SLURM_NNODES", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
-                       "MASTER_ADDR", "MASTER_PORT", "GPUCOMM_BOOTSTRAP_ADDR", "GPUCOMM_JOB_ID"};
+const char* kVars[] = {"GPUCOMM_RANK",
+                       "GPUCOMM_SIZE",
+                       "GPUCOMM_LOCAL_RANK",
+                       "GPUCOMM_LOCAL_SIZE",
+                       "GPUCOMM_UNIQUE_ID",
+                       "OMPI_COMM_WORLD_RANK",
+                       "OMPI_COMM_WORLD_SIZE",
+                       "OMPI_COMM_WORLD_LOCAL_RANK",
+                       "OMPI_COMM_WORLD_LOCAL_SIZE",
+                       "OMPI_MCA_ess_base_jobid",
+                       "PMIX_NAMESPACE",
+                       "PMI_RANK",
+                       "PMI_SIZE",
+                       "SLURM_PROCID",
+                       "SLURM_NTASKS",
+                       "SLURM_LOCALID",
+                       "SLURM_NTASKS_PER_NODE",
+                       "SLURM_JOB_ID",
+                       "SLURM_STEP_ID",
+                       "SLURM_NNODES",
+                       "RANK",
+                       "WORLD_SIZE",
+                       "LOCAL_RANK",
+                       "LOCAL_WORLD_SIZE",
+                       "MASTER_ADDR",
+                       "MASTER_PORT",
+                       "GPUCOMM_BOOTSTRAP_ADDR",
+                       "GPUCOMM_JOB_ID"};
 class LaunchEnv : public ::testing::Test {
  protected:
-  void SetUp() override { for (auto v : kVars) unsetenv(v); }
-  void TearDown() override { for (auto v : kVars) unsetenv(v); }
+  void SetUp() override {
+    for (auto v : kVars) unsetenv(v);
+  }
+  void TearDown() override {
+    for (auto v : kVars) unsetenv(v);
+  }
 };
 }  // namespace
 

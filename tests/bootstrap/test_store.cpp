@@ -81,7 +81,11 @@ TEST(Store, WrongTokenIsRejected) {
     EXPECT_NE(std::string(e.what()).find("wrong token"), std::string::npos) << e.what();
   }
   // The store still serves the real rank 1.
-  std::thread t([&] { Bootstrap rank1(id, 1, 2); rank1.barrier(); rank1.finalize(); });
+  std::thread t([&] {
+    Bootstrap rank1(id, 1, 2);
+    rank1.barrier();
+    rank1.finalize();
+  });
   rank0.barrier();
   rank0.finalize();
   t.join();
@@ -100,7 +104,11 @@ TEST(Store, ForeignAndMalformedMessagesAreRejected) {
   while ((r = ::recv(fd, buf, sizeof buf, 0)) > 0) got += r;
   EXPECT_GT(got, 0);
   ::close(fd);
-  std::thread t([&] { Bootstrap rank1(id, 1, 2); rank1.barrier(); rank1.finalize(); });
+  std::thread t([&] {
+    Bootstrap rank1(id, 1, 2);
+    rank1.barrier();
+    rank1.finalize();
+  });
   rank0.barrier();
   rank0.finalize();
   t.join();
@@ -117,7 +125,10 @@ TEST(Store, WrongRankOrSizeIsRejected) {
   } catch (const Error& e) {
     SUCCEED() << e.what();
   }
-  std::thread t([&] { Bootstrap rank1(id, 1, 2); rank1.finalize(); });
+  std::thread t([&] {
+    Bootstrap rank1(id, 1, 2);
+    rank1.finalize();
+  });
   rank0.finalize();
   t.join();
 }
@@ -139,7 +150,10 @@ TEST(Store, BusyPortIsReported) {
 TEST(Store, UnreachableStoreTimesOutNamingTheAddress) {
   UniqueId id = UniqueId::create();
   uint16_t port = id.port;
-  { Bootstrap b(id, 0, 1); b.finalize(); }  // frees the port: nobody listens there now
+  {
+    Bootstrap b(id, 0, 1);
+    b.finalize();
+  }  // frees the port: nobody listens there now
   setenv("GPUCOMM_BOOTSTRAP_TIMEOUT", "0.5", 1);
   auto start = std::chrono::steady_clock::now();
   try {

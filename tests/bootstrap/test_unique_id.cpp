@@ -24,7 +24,10 @@ TEST(UniqueId, Ipv6) {
 }
 
 TEST(UniqueId, MalformedIdsAreRejectedByName) {
-  const char* bad[] = {"", "garbage", "gpucomm1:127.0.0.1:5000", "gpucomm1:127.0.0.1:5000:abc",
+  const char* bad[] = {"",
+                       "garbage",
+                       "gpucomm1:127.0.0.1:5000",
+                       "gpucomm1:127.0.0.1:5000:abc",
                        "gpucomm1:127.0.0.1:99999:00112233445566778899aabbccddeeff",
                        "gpucomm1:127.0.0.1:0:00112233445566778899aabbccddeeff",
                        "gpucomm1:127.0.0.1:50x0:00112233445566778899aabbccddeeff",

@@ -1,5 +1,4 @@
 #include <cstdio>
-
 #include <gpucomm/gpucomm.hpp>
 
 int main() {

@@ -26,10 +26,12 @@ TEST(JsonWriter, EscapesQuotesBackslashesAndControlCharacters) {
 
 TEST(JsonWriter, KeepsValidUtf8AndReplacesInvalidBytes) {
   EXPECT_EQ(JsonWriter::quote("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"), "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"");
-  EXPECT_EQ(JsonWriter::quote("a\xff" "b"), "\"a\\ufffdb\"");
-  EXPECT_EQ(JsonWriter::quote("\xc0\xaf"), "\"\\ufffd\\ufffd\"");          // overlong '/'
+  EXPECT_EQ(JsonWriter::quote("a\xff"
+                              "b"),
+            "\"a\\ufffdb\"");
+  EXPECT_EQ(JsonWriter::quote("\xc0\xaf"), "\"\\ufffd\\ufffd\"");             // overlong '/'
   EXPECT_EQ(JsonWriter::quote("\xed\xa0\x80"), "\"\\ufffd\\ufffd\\ufffd\"");  // a UTF-16 surrogate
-  EXPECT_EQ(JsonWriter::quote("\xe2\x82"), "\"\\ufffd\\ufffd\"");          // truncated sequence
+  EXPECT_EQ(JsonWriter::quote("\xe2\x82"), "\"\\ufffd\\ufffd\"");             // truncated sequence
 }
 
 TEST(JsonWriter, PlacesCommasAndNestsContainers) {

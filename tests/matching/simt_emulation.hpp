@@ -6,7 +6,6 @@
 // between collectives, which is at least as adversarial as independent thread scheduling.
 // Include it before any *_device.cuh header, in a host-only translation unit.
 
-
 #define GPUCOMM_SIMT_EMULATION 1
 #define __device__
 #define __host__
@@ -161,17 +160,28 @@ inline uint32_t __match_any_sync(uint32_t mask, T v) {
 inline void __syncwarp(uint32_t mask = 0xffffffffu) {
   simt::collective(mask, 0, 0, [](simt::Round&, uint32_t) {});
 }
-inline void __syncthreads() { simt::g_block->barrier.arrive_and_wait(); }
-inline int __ffs(uint32_t x) { return __builtin_ffs(static_cast<int>(x)); }
-inline int __ffs(int x) { return __builtin_ffs(x); }
-inline int __popc(uint32_t x) { return __builtin_popcount(x); }
+inline void __syncthreads() {
+  simt::g_block->barrier.arrive_and_wait();
+}
+inline int __ffs(uint32_t x) {
+  return __builtin_ffs(static_cast<int>(x));
+}
+inline int __ffs(int x) {
+  return __builtin_ffs(x);
+}
+inline int __popc(uint32_t x) {
+  return __builtin_popcount(x);
+}
 
-inline void __nanosleep(unsigned) { std::this_thread::yield(); }
+inline void __nanosleep(unsigned) {
+  std::this_thread::yield();
+}
 
 namespace simt {
 inline unsigned long long now_ns() {
   return static_cast<unsigned long long>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
 }
 }  // namespace simt
 
@@ -180,8 +190,8 @@ namespace cuda {
 enum thread_scope { thread_scope_system, thread_scope_device, thread_scope_block, thread_scope_thread };
 namespace std {
 using ::std::memory_order;
-using ::std::memory_order_acquire;
 using ::std::memory_order_acq_rel;
+using ::std::memory_order_acquire;
 using ::std::memory_order_relaxed;
 using ::std::memory_order_release;
 using ::std::memory_order_seq_cst;
@@ -203,5 +213,7 @@ struct atomic_ref : ::std::atomic_ref<T> {
     return cur;
   }
 };
-inline void atomic_thread_fence(::std::memory_order o, thread_scope) { ::std::atomic_thread_fence(o); }
+inline void atomic_thread_fence(::std::memory_order o, thread_scope) {
+  ::std::atomic_thread_fence(o);
+}
 }  // namespace cuda

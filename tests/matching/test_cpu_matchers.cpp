@@ -128,7 +128,8 @@ TEST(Partitioning, MergedPartitionsEqualTheWhole) {
       parts.push_back(gm::match_reference(p.batch));
     }
     ASSERT_EQ(gm::describe_difference(gm::match_reference(b), gm::merge_partitions(b, parts)), "")
-        << seed_note(seed) << "\n" << gm::describe(b);
+        << seed_note(seed) << "\n"
+        << gm::describe(b);
   }
 }
 

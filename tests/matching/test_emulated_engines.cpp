@@ -38,10 +38,21 @@ Result run(Kind kind, const gm::Batch& b, uint32_t threads, gm::HashStrategy str
   std::vector<gm::Match> matches(b.msgs.size() + b.recvs.size() + 1);
   std::vector<int32_t> scratch(std::max(b.msgs.size(), b.recvs.size()) + 1);
   uint32_t words[4] = {static_cast<uint32_t>(b.umq.size()), static_cast<uint32_t>(b.prq.size()), 0, 0};
-  gm::MatchJob job{umq.data(), &words[0], static_cast<uint32_t>(umq.size() - 1),
-                   prq.data(), &words[1], static_cast<uint32_t>(prq.size() - 1),
-                   b.msgs.data(), static_cast<uint32_t>(b.msgs.size()), b.recvs.data(),
-                   static_cast<uint32_t>(b.recvs.size()), matches.data(), &words[2], scratch.data(), &words[3], {}};
+  gm::MatchJob job{umq.data(),
+                   &words[0],
+                   static_cast<uint32_t>(umq.size() - 1),
+                   prq.data(),
+                   &words[1],
+                   static_cast<uint32_t>(prq.size() - 1),
+                   b.msgs.data(),
+                   static_cast<uint32_t>(b.msgs.size()),
+                   b.recvs.data(),
+                   static_cast<uint32_t>(b.recvs.size()),
+                   matches.data(),
+                   &words[2],
+                   scratch.data(),
+                   &words[3],
+                   {}};
   std::vector<uint32_t> table;
   const size_t most = gm::max_targets_of(b);
   if (kind == Kind::hash && most > gm::kHashSharedTargets) {
@@ -56,11 +67,21 @@ Result run(Kind kind, const gm::Batch& b, uint32_t threads, gm::HashStrategy str
   std::vector<uint32_t> hash_smem(gm::kHashSharedBytes / 4);
   simt::launch(threads, [&] {
     switch (kind) {
-      case Kind::block: gm::match_ordered(coop::Block{}, job, *block_shared); break;
-      case Kind::no_unexpected_block: gm::match_no_unexpected(coop::Block{}, job, *block_shared); break;
-      case Kind::warp: gm::match_ordered(coop::Warp{}, job, *warp_shared); break;
-      case Kind::partitioned: gm::match_partitioned(coop::Warp{}, job, *warp_shared); break;
-      case Kind::hash: gm::match_hash(coop::Block{}, job, *hash_shared, hash_smem.data(), strategy); break;
+      case Kind::block:
+        gm::match_ordered(coop::Block{}, job, *block_shared);
+        break;
+      case Kind::no_unexpected_block:
+        gm::match_no_unexpected(coop::Block{}, job, *block_shared);
+        break;
+      case Kind::warp:
+        gm::match_ordered(coop::Warp{}, job, *warp_shared);
+        break;
+      case Kind::partitioned:
+        gm::match_partitioned(coop::Warp{}, job, *warp_shared);
+        break;
+      case Kind::hash:
+        gm::match_hash(coop::Block{}, job, *hash_shared, hash_smem.data(), strategy);
+        break;
     }
   });
   Result r;
@@ -88,9 +109,11 @@ gm::WorkloadSpec spec(std::mt19937_64& rng, uint32_t max_len, bool wildcards = t
 
 void expect_reference(Kind kind, const gm::Batch& b, uint32_t threads, uint64_t seed, const char* what) {
   const Result r = run(kind, b, threads);
-  ASSERT_EQ(r.status & (gm::kStatusInfo - 1), 0u) << what << ": " << gm::status_text(r.status) << "\n" << seed_note(seed);
-  ASSERT_EQ(gm::describe_difference(gm::match_reference(b), r.outcome), "")
-      << what << ", " << threads << " threads\n" << seed_note(seed) << "\n" << gm::describe(b, 12);
+  ASSERT_EQ(r.status & (gm::kStatusInfo - 1), 0u) << what << ": " << gm::status_text(r.status) << "\n"
+                                                  << seed_note(seed);
+  ASSERT_EQ(gm::describe_difference(gm::match_reference(b), r.outcome), "") << what << ", " << threads << " threads\n"
+                                                                            << seed_note(seed) << "\n"
+                                                                            << gm::describe(b, 12);
 }
 
 }  // namespace
@@ -148,7 +171,8 @@ TEST(EmulatedEngines, NoUnexpectedAndPartitioned) {
     std::erase_if(b.msgs, [&](const gm::Envelope& e) { return !matched[e.handle]; });
     expect_reference(Kind::no_unexpected_block, b, 64, seed, "no-unexpected");
     gm::Batch p = gm::random_batch(spec(rng, 100, false), rng);
-    for (auto& part : gm::partition_by_source(p)) expect_reference(Kind::partitioned, part.batch, 32, seed, "partitioned");
+    for (auto& part : gm::partition_by_source(p))
+      expect_reference(Kind::partitioned, part.batch, 32, seed, "partitioned");
   }
   gm::Batch any;
   any.recvs = {{0, gm::kAnySource, 1, 0}};
@@ -163,14 +187,15 @@ TEST(EmulatedEngines, NoUnexpectedAndPartitioned) {
 TEST(EmulatedEngines, HashIsLegalForEveryStrategy) {
   const uint64_t seed = test_seed();
   std::mt19937_64 rng(seed);
-  for (auto strategy : {gm::HashStrategy::automatic, gm::HashStrategy::linear_probing,
-                        gm::HashStrategy::double_hashing, gm::HashStrategy::chained}) {
+  for (auto strategy : {gm::HashStrategy::automatic, gm::HashStrategy::linear_probing, gm::HashStrategy::double_hashing,
+                        gm::HashStrategy::chained}) {
     for (int i = 0; i < 6; ++i) {
       const gm::Batch b = gm::random_batch(spec(rng, i < 3 ? 50 : 400, false), rng);
       const Result r = run(Kind::hash, b, 64, strategy);
       ASSERT_EQ(r.status & (gm::kStatusInfo - 1), 0u) << gm::status_text(r.status);
-      ASSERT_EQ(gm::check_legal_matching(b, r.outcome), "")
-          << "strategy " << static_cast<int>(strategy) << "\n" << seed_note(seed) << "\n" << gm::describe(b, 12);
+      ASSERT_EQ(gm::check_legal_matching(b, r.outcome), "") << "strategy " << static_cast<int>(strategy) << "\n"
+                                                            << seed_note(seed) << "\n"
+                                                            << gm::describe(b, 12);
     }
   }
   // Beyond kHashSharedTargets the tables live in the job's global storage.
@@ -199,7 +224,7 @@ TEST(EmulatedWarpQueue, NoLossNoDuplicatesInOrder) {
     std::vector<unsigned long long> slots(capacity), stamps(capacity, 0), by_ticket(kTotal, ~0ull);
     gm::QueueControl control{};
     gm::WarpQueue<unsigned long long, gm::QueueScope::device> q{slots.data(), stamps.data(), &control, capacity,
-                                                                 10ull * 1000 * 1000 * 1000};
+                                                                10ull * 1000 * 1000 * 1000};
     unsigned consumed = 0, failures = 0;
     simt::launch((kProducers + kConsumers) * 32, [&] {
       const uint32_t w = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -215,7 +240,8 @@ TEST(EmulatedWarpQueue, NoLossNoDuplicatesInOrder) {
         return;
       }
       for (uint32_t round = 0;; ++round) {
-        const uint32_t done = __shfl_sync(0xffffffffu, lane == 0 ? __atomic_load_n(&consumed, __ATOMIC_SEQ_CST) : 0u, 0);
+        const uint32_t done =
+            __shfl_sync(0xffffffffu, lane == 0 ? __atomic_load_n(&consumed, __ATOMIC_SEQ_CST) : 0u, 0);
         if (done >= kTotal) return;
         unsigned long long item = 0, ticket = 0;
         const uint32_t n = gm::try_dequeue(coop::Warp{}, q, item, 1 + (round * 7 + w) % 32, &ticket);

@@ -6,9 +6,9 @@
 #include <random>
 #include <sstream>
 
+#include "gpucomm/core/cuda_check.hpp"
 #include "gpucomm/core/error.hpp"
 #include "gpucomm/matching/checker.hpp"
-#include "gpucomm/core/cuda_check.hpp"
 #include "gpucomm/matching/engine.hpp"
 #include "gpucomm/matching/match_device.cuh"
 #include "gpucomm/matching/oracle.hpp"
@@ -29,14 +29,13 @@ struct Case {
 std::string spec_text(const gm::WorkloadSpec& s) {
   std::ostringstream os;
   os << "umq " << s.umq << " prq " << s.prq << " msgs " << s.msgs << " recvs " << s.recvs << " comms " << s.comms
-     << " sources " << s.sources << " tags " << s.tags << " any_source " << s.any_source << " any_tag "
-     << s.any_tag << " multiplicity " << s.multiplicity;
+     << " sources " << s.sources << " tags " << s.tags << " any_source " << s.any_source << " any_tag " << s.any_tag
+     << " multiplicity " << s.multiplicity;
   return os.str();
 }
 
 // Random lists around `len` entries each.
-gm::WorkloadSpec spec_for(std::mt19937_64& rng, uint32_t len, double wild, int32_t sources, int32_t tags,
-                          double mult) {
+gm::WorkloadSpec spec_for(std::mt19937_64& rng, uint32_t len, double wild, int32_t sources, int32_t tags, double mult) {
   std::uniform_int_distribution<uint32_t> around(len / 2, len);
   gm::WorkloadSpec s;
   s.prq = len;
@@ -193,12 +192,14 @@ TEST_F(GpuMatching, PartitionedEqualsReference) {
         s.any_tag = tag_wild;
         const gm::Batch b = gm::random_batch(s, rng);
         bool fits = true;  // every partition within the warp engine's limit (random sizes vary)
-        for (const auto& p : gm::partition_by_source(b)) fits = fits && gm::max_targets_of(p.batch) <= gm::kWarpMaxTargets;
+        for (const auto& p : gm::partition_by_source(b))
+          fits = fits && gm::max_targets_of(p.batch) <= gm::kWarpMaxTargets;
         if (!fits) continue;
         ++tested;
         const gm::Outcome got = gm::run_partitioned_on_gpu(b);
-        ASSERT_EQ(gm::describe_difference(gm::match_reference(b), got), "")
-            << spec_text(s) << "\n" << seed_note(seed) << "\n" << gm::describe(b, 12);
+        ASSERT_EQ(gm::describe_difference(gm::match_reference(b), got), "") << spec_text(s) << "\n"
+                                                                            << seed_note(seed) << "\n"
+                                                                            << gm::describe(b, 12);
       }
     }
   }
@@ -220,8 +221,8 @@ TEST_F(GpuMatching, HashGivesLegalMatchings) {
   std::vector<gm::Batch> batches;
   for (const auto& c : cases) batches.push_back(c.batch);
   gm::DeviceBatchSet set(batches);
-  for (auto strategy : {gm::HashStrategy::automatic, gm::HashStrategy::linear_probing,
-                        gm::HashStrategy::double_hashing, gm::HashStrategy::chained}) {
+  for (auto strategy : {gm::HashStrategy::automatic, gm::HashStrategy::linear_probing, gm::HashStrategy::double_hashing,
+                        gm::HashStrategy::chained}) {
     set.restore(nullptr);
     set.run(gm::Engine::hash, nullptr, {gm::Level::automatic, strategy});
     std::vector<uint32_t> status;
@@ -232,13 +233,14 @@ TEST_F(GpuMatching, HashGivesLegalMatchings) {
       const uint32_t err = status[i] & (gm::kStatusInfo - 1);
       const bool chained = strategy == gm::HashStrategy::chained;
       const bool open = strategy == gm::HashStrategy::linear_probing || strategy == gm::HashStrategy::double_hashing;
-      const bool info_ok = (!chained || !(status[i] & gm::kInfoOpenAddressing)) &&
-                           (!open || !(status[i] & gm::kInfoChained));
+      const bool info_ok =
+          (!chained || !(status[i] & gm::kInfoOpenAddressing)) && (!open || !(status[i] & gm::kInfoChained));
       if (why.empty() && !err && info_ok) continue;
       ++failures;
       ADD_FAILURE() << "hash strategy " << static_cast<int>(strategy) << ", case " << i << ": " << why
-                    << (err ? " status: " + gm::status_text(err) : "") << (info_ok ? "" : " wrong strategy ran")
-                    << "\n" << spec_text(cases[i].spec) << "\n" << seed_note(seed) << "\n"
+                    << (err ? " status: " + gm::status_text(err) : "") << (info_ok ? "" : " wrong strategy ran") << "\n"
+                    << spec_text(cases[i].spec) << "\n"
+                    << seed_note(seed) << "\n"
                     << gm::describe(cases[i].batch, 12);
     }
   }
@@ -305,7 +307,8 @@ TEST_F(GpuMatching, DeviceApiFromUserKernel) {
   GPUCOMM_CUDA_CHECK(cudaMalloc(&scratch, (std::max(b.msgs.size(), b.recvs.size()) + 1) * sizeof(int32_t)));
   GPUCOMM_CUDA_CHECK(cudaMalloc(&words, 4 * sizeof(uint32_t)));
   auto up = [](void* d, const std::vector<gm::Envelope>& h) {
-    if (!h.empty()) GPUCOMM_CUDA_CHECK(cudaMemcpy(d, h.data(), h.size() * sizeof(gm::Envelope), cudaMemcpyHostToDevice));
+    if (!h.empty())
+      GPUCOMM_CUDA_CHECK(cudaMemcpy(d, h.data(), h.size() * sizeof(gm::Envelope), cudaMemcpyHostToDevice));
   };
   up(umq, b.umq);
   up(prq, b.prq);
@@ -313,9 +316,21 @@ TEST_F(GpuMatching, DeviceApiFromUserKernel) {
   up(recvs, b.recvs);
   const uint32_t init[4] = {static_cast<uint32_t>(b.umq.size()), static_cast<uint32_t>(b.prq.size()), 0, 0};
   GPUCOMM_CUDA_CHECK(cudaMemcpy(words, init, sizeof init, cudaMemcpyHostToDevice));
-  gm::MatchJob job{umq, words, static_cast<uint32_t>(umq_cap), prq, words + 1, static_cast<uint32_t>(prq_cap),
-                   msgs, static_cast<uint32_t>(b.msgs.size()), recvs, static_cast<uint32_t>(b.recvs.size()),
-                   matches, words + 2, scratch, words + 3, {}};
+  gm::MatchJob job{umq,
+                   words,
+                   static_cast<uint32_t>(umq_cap),
+                   prq,
+                   words + 1,
+                   static_cast<uint32_t>(prq_cap),
+                   msgs,
+                   static_cast<uint32_t>(b.msgs.size()),
+                   recvs,
+                   static_cast<uint32_t>(b.recvs.size()),
+                   matches,
+                   words + 2,
+                   scratch,
+                   words + 3,
+                   {}};
   user_kernel<<<1, 256>>>(job);
   GPUCOMM_CUDA_CHECK_LAUNCH("user_kernel");
   GPUCOMM_CUDA_CHECK(cudaDeviceSynchronize());
@@ -327,10 +342,10 @@ TEST_F(GpuMatching, DeviceApiFromUserKernel) {
   o.matches.resize(fin[2]);
   if (fin[0]) GPUCOMM_CUDA_CHECK(cudaMemcpy(o.umq.data(), umq, fin[0] * sizeof(gm::Envelope), cudaMemcpyDeviceToHost));
   if (fin[1]) GPUCOMM_CUDA_CHECK(cudaMemcpy(o.prq.data(), prq, fin[1] * sizeof(gm::Envelope), cudaMemcpyDeviceToHost));
-  if (fin[2]) GPUCOMM_CUDA_CHECK(cudaMemcpy(o.matches.data(), matches, fin[2] * sizeof(gm::Match), cudaMemcpyDeviceToHost));
-  for (void* p : {static_cast<void*>(umq), static_cast<void*>(prq), static_cast<void*>(msgs),
-                  static_cast<void*>(recvs), static_cast<void*>(matches), static_cast<void*>(scratch),
-                  static_cast<void*>(words)})
+  if (fin[2])
+    GPUCOMM_CUDA_CHECK(cudaMemcpy(o.matches.data(), matches, fin[2] * sizeof(gm::Match), cudaMemcpyDeviceToHost));
+  for (void* p : {static_cast<void*>(umq), static_cast<void*>(prq), static_cast<void*>(msgs), static_cast<void*>(recvs),
+                  static_cast<void*>(matches), static_cast<void*>(scratch), static_cast<void*>(words)})
     GPUCOMM_CUDA_CHECK(cudaFree(p));
   EXPECT_EQ(fin[3], 0u) << gm::status_text(fin[3]);
   EXPECT_EQ(gm::describe_difference(gm::match_reference(b), o), "") << spec_text(spec) << "\n" << seed_note(seed);

@@ -51,7 +51,8 @@ __device__ void play(const gm::WarpQueue<unsigned long long, S>& q, const Run& r
   const unsigned long long start = gm::detail::now_ns();
   uint32_t round = 0;
   for (;;) {
-    const uint32_t done = __shfl_sync(0xffffffffu, lane == 0 ? *reinterpret_cast<volatile unsigned int*>(r.consumed) : 0u, 0);
+    const uint32_t done =
+        __shfl_sync(0xffffffffu, lane == 0 ? *reinterpret_cast<volatile unsigned int*>(r.consumed) : 0u, 0);
     if (done >= r.total) return;
     unsigned long long item = 0, ticket = 0;
     const uint32_t n = gm::try_dequeue(Warp{}, q, item, 1 + (round++ * 5) % 32, &ticket);
@@ -86,9 +87,7 @@ __global__ void shared_queue_kernel(Run r, uint32_t capacity, uint32_t producers
 struct Host {
   unsigned long long* by_ticket;
   unsigned int* counters;  // consumed, failures
-  Run run(uint32_t per_producer, uint32_t total) {
-    return Run{by_ticket, counters, counters + 1, per_producer, total};
-  }
+  Run run(uint32_t per_producer, uint32_t total) { return Run{by_ticket, counters, counters + 1, per_producer, total}; }
 };
 
 void check(const std::vector<unsigned long long>& by_ticket, uint32_t producers, uint32_t per_producer,
@@ -151,7 +150,7 @@ TEST(WarpQueueGpu, GlobalQueueLargeCapacityNoLossNoDuplicates) {
 
 TEST(WarpQueueGpu, GlobalQueueSmallCapacityWrapsManyTimes) {
   GPUCOMM_REQUIRE_GPUS(1);
-  run_global(64, 32, 2000, 8, 8);   // full and empty all the time, ~1000 laps
+  run_global(64, 32, 2000, 8, 8);  // full and empty all the time, ~1000 laps
   run_global(1024, 16, 5000, 4, 8);
 }
 

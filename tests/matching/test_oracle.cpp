@@ -10,11 +10,13 @@ using gm::kAnySource;
 using gm::kAnyTag;
 
 namespace {
-Envelope E(int c, int s, int t, uint32_t h) { return Envelope{c, s, t, h}; }
+Envelope E(int c, int s, int t, uint32_t h) {
+  return Envelope{c, s, t, h};
+}
 
 struct Expect {
   std::vector<std::pair<uint32_t, uint32_t>> matches;  // (msg, recv) handles in order
-  std::vector<uint32_t> umq, prq;                       // handles in order
+  std::vector<uint32_t> umq, prq;                      // handles in order
 };
 
 void check(const gm::Batch& b, const Expect& x) {
@@ -33,7 +35,9 @@ void check(const gm::Batch& b, const Expect& x) {
 }
 }  // namespace
 
-TEST(MatchingSemantics, EmptyBatch) { check({}, {}); }
+TEST(MatchingSemantics, EmptyBatch) {
+  check({}, {});
+}
 
 TEST(MatchingSemantics, EmptyQueuesEverythingIsAppended) {
   gm::Batch b;

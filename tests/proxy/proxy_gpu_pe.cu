@@ -49,17 +49,19 @@ __host__ __device__ uint64_t msg_check(uint64_t seed, uint64_t ch, uint64_t seq)
 // post, so they cannot be a thread's registers or stack.
 __global__ void k_fill(Msg* src, int per_channel, uint64_t seed) {
   const uint64_t ch = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
-  for (int i = 0; i < per_channel; ++i) src[ch * per_channel + i] = Msg{static_cast<uint64_t>(i), msg_check(seed, ch, i)};
+  for (int i = 0; i < per_channel; ++i)
+    src[ch * per_channel + i] = Msg{static_cast<uint64_t>(i), msg_check(seed, ch, i)};
 }
 __global__ void k_send(DeviceHandle h, Msg* slots, const Msg* src, uint64_t* sigs, int per_channel, int pe) {
   const uint64_t ch = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
   for (int i = 0; i < per_channel; ++i)
-    device::put_signal_nbi(coop::Thread{}, h, &slots[ch * per_channel + i], &src[ch * per_channel + i], sizeof(Msg), &sigs[ch],
-                           static_cast<uint64_t>(i + 1), SignalOp::set, pe);
+    device::put_signal_nbi(coop::Thread{}, h, &slots[ch * per_channel + i], &src[ch * per_channel + i], sizeof(Msg),
+                           &sigs[ch], static_cast<uint64_t>(i + 1), SignalOp::set, pe);
   device::quiet(coop::Thread{}, h);
 }
 // counters: [0] violations, [1] checked, [2] stalled channels
-__global__ void k_recv(DeviceHandle h, const Msg* slots, uint64_t* sigs, int per_channel, uint64_t seed, unsigned long long* counters) {
+__global__ void k_recv(DeviceHandle h, const Msg* slots, uint64_t* sigs, int per_channel, uint64_t seed,
+                       unsigned long long* counters) {
   const uint64_t ch = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
   uint64_t checked = 0, bad = 0, last = mem::globaltimer();
   while (checked < static_cast<uint64_t>(per_channel)) {
@@ -83,8 +85,9 @@ void scenario_stress(Runtime& rt, long long messages) {
   const int blocks = 32, threads = 128, channels = blocks * threads;
   const int per = static_cast<int>((messages + channels - 1) / channels);
   const int peer = (rt.rank() + 1) % rt.size(), left = (rt.rank() - 1 + rt.size()) % rt.size();
-  const uint64_t seed = std::strtoull(rt.bootstrap().allgather(std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()))[0].c_str(),
-                                      nullptr, 10);
+  const uint64_t seed = std::strtoull(
+      rt.bootstrap().allgather(std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()))[0].c_str(),
+      nullptr, 10);
   auto* slots = rt.alloc<Msg>(static_cast<size_t>(channels) * per);
   auto* sigs = static_cast<uint64_t*>(rt.calloc(channels, sizeof(uint64_t)));
   auto* src = rt.alloc<Msg>(static_cast<size_t>(channels) * per);
@@ -112,8 +115,10 @@ void scenario_stress(Runtime& rt, long long messages) {
   cuda_ok(rt, cudaMemcpy(c, counters, sizeof c, cudaMemcpyDeviceToHost), "counters");
   const auto sent = static_cast<unsigned long long>(channels) * static_cast<unsigned long long>(per);
   const TransportInfo info = rt.transport_info();
-  std::printf("rank %d (%s, agent %s): %llu put-with-signal messages checked in %.2f s (%.2f M/s): %llu violations, %llu stalled channels\n",
-              rt.rank(), info.kind.c_str(), info.agent.c_str(), c[1], secs, static_cast<double>(c[1]) / secs / 1e6, c[0], c[2]);
+  std::printf(
+      "rank %d (%s, agent %s): %llu put-with-signal messages checked in %.2f s (%.2f M/s): %llu violations, %llu "
+      "stalled channels\n",
+      rt.rank(), info.kind.c_str(), info.agent.c_str(), c[1], secs, static_cast<double>(c[1]) / secs / 1e6, c[0], c[2]);
   if (c[0]) fail(std::to_string(c[0]) + " ordering violations (seed " + std::to_string(seed) + ")");
   if (c[2]) fail(std::to_string(c[2]) + " channels stalled");
   if (c[1] != sent) fail("checked " + std::to_string(c[1]) + " of " + std::to_string(sent) + " messages");
@@ -162,7 +167,9 @@ void scenario_fault(Runtime& rt) {
   rt.bootstrap().barrier();  // rank 0's GPU is unusable now
 }
 
-__global__ void k_blocking_put(DeviceHandle h, uint64_t* buf) { device::put(coop::Warp{}, h, buf, buf + 4, 16, h.rank); }
+__global__ void k_blocking_put(DeviceHandle h, uint64_t* buf) {
+  device::put(coop::Warp{}, h, buf, buf + 4, 16, h.rank);
+}
 
 void scenario_no_agent(Runtime& rt) {
   // A queue for GPU producers that no agent serves, in a copy of the handle.
@@ -187,15 +194,18 @@ void scenario_no_agent(Runtime& rt) {
     msg = err.what();
   }
   std::printf("rank %d: kernel ended with %s; error: %s\n", rt.rank(), cudaGetErrorName(e), msg.c_str());
-  expect_parts(msg, {"put to PE", "proxy queue 77", "the agent completed 0 entries, waiting for 1", "timed out after", "is the proxy running?"});
+  expect_parts(msg, {"put to PE", "proxy queue 77", "the agent completed 0 entries, waiting for 1", "timed out after",
+                     "is the proxy running?"});
   cudaFree(table);
 }
 
 void scenario_routes(Runtime& rt, const std::string& expect) {
   const TransportInfo info = rt.transport_info();
   for (int r = 0; r < rt.size(); ++r)
-    if (info.routes[static_cast<size_t>(r)] != expect) fail("route to PE " + std::to_string(r) + " is " + info.routes[static_cast<size_t>(r)]);
-  std::printf("rank %d: transport %s, agent %s, %d device queues\n", rt.rank(), info.kind.c_str(), info.agent.c_str(), info.device_queues);
+    if (info.routes[static_cast<size_t>(r)] != expect)
+      fail("route to PE " + std::to_string(r) + " is " + info.routes[static_cast<size_t>(r)]);
+  std::printf("rank %d: transport %s, agent %s, %d device queues\n", rt.rank(), info.kind.c_str(), info.agent.c_str(),
+              info.device_queues);
   rt.barrier_all();
 }
 
@@ -208,9 +218,12 @@ int main(int argc, char** argv) {
   bool shared = false;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--gpus" && i + 1 < argc) need_gpus = std::atoi(argv[++i]);
-    else if (a == "--shared") shared = true;
-    else arg = a;
+    if (a == "--gpus" && i + 1 < argc)
+      need_gpus = std::atoi(argv[++i]);
+    else if (a == "--shared")
+      shared = true;
+    else
+      arg = a;
   }
   int have = 0;
   if (cudaGetDeviceCount(&have) != cudaSuccess) have = 0;
@@ -223,10 +236,14 @@ int main(int argc, char** argv) {
   try {
     Runtime rt;
     if (rt.pe_kind() != PeKind::gpu) throw std::runtime_error("expected a GPU PE (GPUCOMM_DEVICE=gpu)");
-    if (scenario == "stress") scenario_stress(rt, arg.empty() ? 100000 : std::atoll(arg.c_str()));
-    else if (scenario == "fault") scenario_fault(rt);
-    else if (scenario == "no-agent") scenario_no_agent(rt);
-    else if (scenario == "routes") scenario_routes(rt, arg);
+    if (scenario == "stress")
+      scenario_stress(rt, arg.empty() ? 100000 : std::atoll(arg.c_str()));
+    else if (scenario == "fault")
+      scenario_fault(rt);
+    else if (scenario == "no-agent")
+      scenario_no_agent(rt);
+    else if (scenario == "routes")
+      scenario_routes(rt, arg);
     else {
       std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
       return 2;

@@ -19,9 +19,9 @@ using namespace gpucomm;
 
 namespace {
 
-
-
-uint64_t seed_base() { return testing::pe_seed(0); }
+uint64_t seed_base() {
+  return testing::pe_seed(0);
+}
 
 // Every PE sends `rounds` payloads to its right neighbour with put_signal (set = round); the
 // neighbour waits for each round's signal and checks the whole payload. An acknowledgement back
@@ -91,19 +91,21 @@ void scenario_mixed(Runtime& rt, int iters) {
   }
   rt.barrier_all();
   PE_CHECK(counters[0] == static_cast<uint64_t>(iters) * static_cast<uint64_t>(n), "fetch-add total %llu",
-        static_cast<unsigned long long>(counters[0]));
+           static_cast<unsigned long long>(counters[0]));
   uint32_t x = 0;
   for (int it = 0; it < iters; ++it) x ^= static_cast<uint32_t>(it + 1);
   for (int r = 0; r < n; ++r) PE_CHECK(words32[r] == x, "xor word of PE %d is %u, expected %u", r, words32[r], x);
   // compare-swap: exactly one PE wins each word.
   rt.barrier_all();
   uint64_t won = 0;
-  for (int pe = 0; pe < n; ++pe) won += rt.atomic_compare_swap<uint64_t>(&counters[1], 0, static_cast<uint64_t>(me + 1), pe) == 0;
+  for (int pe = 0; pe < n; ++pe)
+    won += rt.atomic_compare_swap<uint64_t>(&counters[1], 0, static_cast<uint64_t>(me + 1), pe) == 0;
   rt.barrier_all();
   auto wins = rt.bootstrap().allgather(std::to_string(won));
   uint64_t total = 0;
   for (auto& w : wins) total += std::stoull(w);
-  PE_CHECK(total == static_cast<uint64_t>(n), "compare_swap winners %llu, expected %d", static_cast<unsigned long long>(total), n);
+  PE_CHECK(total == static_cast<uint64_t>(n), "compare_swap winners %llu, expected %d",
+           static_cast<unsigned long long>(total), n);
   rt.barrier_all();
   rt.free(words32);
   rt.free(counters);
@@ -119,8 +121,8 @@ void scenario_routes(Runtime& rt, const std::string& expect, const std::string& 
   std::printf("transport %s agent %s routes %s\n", info.kind.c_str(), info.agent.c_str(), all.c_str());
   for (int r = 0; r < rt.size(); ++r) {
     const std::string& want = r == rt.rank() ? self : expect;
-    PE_CHECK(info.routes[static_cast<size_t>(r)] == want, "route to PE %d is %s, expected %s", r, info.routes[static_cast<size_t>(r)].c_str(),
-          want.c_str());
+    PE_CHECK(info.routes[static_cast<size_t>(r)] == want, "route to PE %d is %s, expected %s", r,
+             info.routes[static_cast<size_t>(r)].c_str(), want.c_str());
   }
   rt.barrier_all();
 }
@@ -140,7 +142,9 @@ int main(int argc, char** argv) {
   const std::string scenario = args.size() > 0 ? args[0] : "mixed";
   const std::string arg = args.size() > 1 ? args[1] : "";
   const int victim = args.size() > 2 ? std::atoi(args[2].c_str()) : -1;
-  if (node_per_pe) setenv("GPUCOMM_HOSTNAME", ("node" + std::string(std::getenv("GPUCOMM_RANK") ? std::getenv("GPUCOMM_RANK") : "0")).c_str(), 1);
+  if (node_per_pe)
+    setenv("GPUCOMM_HOSTNAME",
+           ("node" + std::string(std::getenv("GPUCOMM_RANK") ? std::getenv("GPUCOMM_RANK") : "0")).c_str(), 1);
   try {
     Runtime rt;
     if (scenario == "signal-order") {

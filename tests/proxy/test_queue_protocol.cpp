@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstring>
 #include <atomic>
+#include <cstring>
 #include <deque>
 #include <mutex>
 #include <random>
@@ -13,12 +13,12 @@
 #include <vector>
 
 #include "executor.hpp"
-#include "host_copy_executor.hpp"
-#include "gpucomm/core/error.hpp"
 #include "gpucomm/base/handle.hpp"
+#include "gpucomm/core/error.hpp"
 #include "gpucomm/proxy/cpu_proxy.hpp"
 #include "gpucomm/proxy/queue.hpp"
 #include "gpucomm/proxy/queue_host.hpp"
+#include "host_copy_executor.hpp"
 #include "test_support.hpp"
 
 namespace gpucomm::proxy {
@@ -72,13 +72,14 @@ void run_stress(const StressCase& c, uint64_t seed) {
   Queue q(QueueConfig{Side::cpu, Side::cpu, Placement::host, c.capacity, c.doorbell_every}, 0);
   ShufflingExecutor* exec = nullptr;
   HeapGeometry g{1, 1 << 20, 0};
-  CpuProxy proxy({q.agent_view()}, g,
-                 [&](int) {
-                   auto e = std::make_unique<ShufflingExecutor>(c.producers, seed);
-                   exec = e.get();
-                   return e;
-                 },
-                 CpuProxyOptions{});
+  CpuProxy proxy(
+      {q.agent_view()}, g,
+      [&](int) {
+        auto e = std::make_unique<ShufflingExecutor>(c.producers, seed);
+        exec = e.get();
+        return e;
+      },
+      CpuProxyOptions{});
   std::vector<std::thread> producers;
   std::atomic<int> errors{0};
   for (int p = 0; p < c.producers; ++p)
@@ -160,9 +161,10 @@ struct TwoPes {
   Queue q{QueueConfig{Side::cpu, Side::cpu, Placement::host, 64, 0}, 7};
   CpuProxy proxy;
   TwoPes()
-      : proxy({q.agent_view()}, HeapGeometry{2, kBytes, 0},
-              [this](int) { return std::make_unique<HostCopyExecutor>(std::vector<char*>{base(0), base(1)}); },
-              CpuProxyOptions{}) {}
+      : proxy(
+            {q.agent_view()}, HeapGeometry{2, kBytes, 0},
+            [this](int) { return std::make_unique<HostCopyExecutor>(std::vector<char*>{base(0), base(1)}); },
+            CpuProxyOptions{}) {}
   char* base(int pe) { return reinterpret_cast<char*>(mem[pe].data()); }
   uint64_t post(const Descriptor& d) { return host_post(q.producer_view(), d, kWait); }
   void quiet() { host_quiet(q.producer_view(), kWait); }
@@ -176,10 +178,12 @@ TEST(ProxyHostCopy, EveryOpcodeOnMappedMemory) {
   std::vector<uint8_t> src(4096), back(4096);
   for (auto& b : src) b = static_cast<uint8_t>(rng());
   Descriptor d{};
-  d.opcode = Opcode::put, d.pe = 1, d.remote = 128, d.local = reinterpret_cast<uint64_t>(src.data()), d.bytes = src.size();
+  d.opcode = Opcode::put, d.pe = 1, d.remote = 128, d.local = reinterpret_cast<uint64_t>(src.data()),
+  d.bytes = src.size();
   t.post(d);
   d = {};
-  d.opcode = Opcode::get, d.pe = 1, d.remote = 128, d.local = reinterpret_cast<uint64_t>(back.data()), d.bytes = back.size();
+  d.opcode = Opcode::get, d.pe = 1, d.remote = 128, d.local = reinterpret_cast<uint64_t>(back.data()),
+  d.bytes = back.size();
   t.post(d);
   d = {};
   d.opcode = Opcode::put_inline, d.pe = 0, d.remote = 8, d.value = 0x1122334455667788ull, d.bytes = 3;
@@ -190,13 +194,13 @@ TEST(ProxyHostCopy, EveryOpcodeOnMappedMemory) {
   t.post(d);
   uint64_t old = 0;
   d = {};
-  d.opcode = Opcode::atomic, d.pe = 0, d.remote = 16, d.width = 8, d.op = static_cast<uint8_t>(AtomicOp::fetch_add), d.value = 9,
-  d.local = reinterpret_cast<uint64_t>(&old);
+  d.opcode = Opcode::atomic, d.pe = 0, d.remote = 16, d.width = 8, d.op = static_cast<uint8_t>(AtomicOp::fetch_add),
+  d.value = 9, d.local = reinterpret_cast<uint64_t>(&old);
   t.post(d);
   uint64_t cas_old = 0;
   d = {};
-  d.opcode = Opcode::atomic, d.pe = 1, d.remote = 24, d.width = 4, d.op = static_cast<uint8_t>(AtomicOp::compare_swap), d.value = 77,
-  d.compare = 0, d.local = reinterpret_cast<uint64_t>(&cas_old);
+  d.opcode = Opcode::atomic, d.pe = 1, d.remote = 24, d.width = 4, d.op = static_cast<uint8_t>(AtomicOp::compare_swap),
+  d.value = 77, d.compare = 0, d.local = reinterpret_cast<uint64_t>(&cas_old);
   t.post(d);
   t.quiet();
   EXPECT_EQ(std::memcmp(t.base(1) + 128, src.data(), src.size()), 0);
@@ -372,14 +376,19 @@ TEST(ProxyQueue, SeveralThreadsServeSeveralQueues) {
   std::vector<std::unique_ptr<Queue>> qs;
   std::vector<QueueView> views;
   for (int i = 0; i < kQueues; ++i) {
-    qs.push_back(std::make_unique<Queue>(QueueConfig{Side::cpu, Side::cpu, Placement::host, 32, 0}, static_cast<uint32_t>(i)));
+    qs.push_back(
+        std::make_unique<Queue>(QueueConfig{Side::cpu, Side::cpu, Placement::host, 32, 0}, static_cast<uint32_t>(i)));
     views.push_back(qs.back()->agent_view());
   }
   std::vector<uint64_t> counters(kQueues, 0);
   CpuProxyOptions o;
   o.threads = 3;
-  CpuProxy proxy(views, HeapGeometry{1, 1 << 12, 0},
-                 [&](int) { return std::make_unique<HostCopyExecutor>(std::vector<char*>{reinterpret_cast<char*>(counters.data())}); }, o);
+  CpuProxy proxy(
+      views, HeapGeometry{1, 1 << 12, 0},
+      [&](int) {
+        return std::make_unique<HostCopyExecutor>(std::vector<char*>{reinterpret_cast<char*>(counters.data())});
+      },
+      o);
   std::vector<std::thread> producers;
   for (int i = 0; i < kQueues; ++i)
     producers.emplace_back([&, i] {
@@ -390,7 +399,8 @@ TEST(ProxyQueue, SeveralThreadsServeSeveralQueues) {
     });
   for (auto& p : producers) p.join();
   for (int i = 0; i < kQueues; ++i)
-    EXPECT_EQ(std::atomic_ref<uint64_t>(counters[static_cast<size_t>(i)]).load(), static_cast<uint64_t>(kPer)) << "queue " << i;
+    EXPECT_EQ(std::atomic_ref<uint64_t>(counters[static_cast<size_t>(i)]).load(), static_cast<uint64_t>(kPer))
+        << "queue " << i;
   proxy.stop();
   auto s = proxy.stats();
   EXPECT_EQ(s.executed, uint64_t(kQueues) * kPer);

@@ -18,14 +18,14 @@ namespace rma_checks {
 
 using namespace gpucomm;
 
-#define RMA_CUDA(call)                                                                               \
-  do {                                                                                               \
-    cudaError_t e_ = (call);                                                                         \
-    if (e_ != cudaSuccess) {                                                                         \
-      rt.check_device();                                                                             \
+#define RMA_CUDA(call)                                                                                   \
+  do {                                                                                                   \
+    cudaError_t e_ = (call);                                                                             \
+    if (e_ != cudaSuccess) {                                                                             \
+      rt.check_device();                                                                                 \
       throw std::runtime_error(std::string(#call) + " failed: " + cudaGetErrorString(e_) + " at line " + \
-                               std::to_string(__LINE__));                                            \
-    }                                                                                                \
+                               std::to_string(__LINE__));                                                \
+    }                                                                                                    \
   } while (0)
 #define RMA_LAUNCHED() RMA_CUDA(cudaGetLastError())
 
@@ -46,14 +46,34 @@ inline std::vector<uint8_t> random_bytes(uint64_t seed, size_t n) {
 
 constexpr uint8_t kPoison = 0xA5;
 
-template <class Coop> const char* coop_name();
-template <> inline const char* coop_name<coop::Thread>() { return "thread"; }
-template <> inline const char* coop_name<coop::Warp>() { return "warp"; }
-template <> inline const char* coop_name<coop::Block>() { return "block"; }
-template <class Coop> int coop_threads();
-template <> inline int coop_threads<coop::Thread>() { return 1; }
-template <> inline int coop_threads<coop::Warp>() { return 32; }
-template <> inline int coop_threads<coop::Block>() { return 256; }
+template <class Coop>
+const char* coop_name();
+template <>
+inline const char* coop_name<coop::Thread>() {
+  return "thread";
+}
+template <>
+inline const char* coop_name<coop::Warp>() {
+  return "warp";
+}
+template <>
+inline const char* coop_name<coop::Block>() {
+  return "block";
+}
+template <class Coop>
+int coop_threads();
+template <>
+inline int coop_threads<coop::Thread>() {
+  return 1;
+}
+template <>
+inline int coop_threads<coop::Warp>() {
+  return 32;
+}
+template <>
+inline int coop_threads<coop::Block>() {
+  return 256;
+}
 
 // ---- kernels ----
 template <class Coop>
@@ -77,20 +97,22 @@ __global__ void k_get(DeviceHandle h, char* dst, const char* src, size_t bytes, 
   }
 }
 template <class Coop>
-__global__ void k_put_signal(DeviceHandle h, char* dst, const char* src, size_t bytes, uint64_t* sig, uint64_t v, SignalOp op, int pe) {
+__global__ void k_put_signal(DeviceHandle h, char* dst, const char* src, size_t bytes, uint64_t* sig, uint64_t v,
+                             SignalOp op, int pe) {
   device::put_signal(Coop{}, h, dst, src, bytes, sig, v, op, pe);
 }
 // Waits for the signal, then copies what arrived into `out` (poison there means the data was
 // not visible when the signal was).
 template <class Coop>
-__global__ void k_wait_copy(DeviceHandle h, uint64_t* sig, uint64_t v, const char* slot, char* out, size_t bytes, uint64_t* seen) {
+__global__ void k_wait_copy(DeviceHandle h, uint64_t* sig, uint64_t v, const char* slot, char* out, size_t bytes,
+                            uint64_t* seen) {
   Coop c;
   uint64_t s = device::signal_wait_until(c, h, sig, Cmp::ge, v);
   detail::copy(c, out, slot, bytes);
   if (coop::thread_rank(c) == 0) *seen = s;
 }
-__global__ void k_scalars(DeviceHandle h, int32_t* w32, uint64_t* w64, double* wd, int pe, int32_t a, uint64_t b, double d,
-                          uint64_t* out) {
+__global__ void k_scalars(DeviceHandle h, int32_t* w32, uint64_t* w64, double* wd, int pe, int32_t a, uint64_t b,
+                          double d, uint64_t* out) {
   device::p(h, w32, a, pe);
   device::p(h, w64, b, pe);
   device::p(h, wd, d, pe);
@@ -128,8 +150,11 @@ __global__ void k_wait_cmp_words(DeviceHandle h, int64_t* w64, int32_t* w32, uin
     int64_t a = device::wait_until(c, h, &w64[i], cmps[i], arg[i]);
     int32_t b = device::wait_until(c, h, &w32[i], cmps[i], static_cast<int32_t>(arg[i]));
     uint32_t d = device::wait_until(c, h, &u32[i], cmps[i], static_cast<uint32_t>(arg[i]));
-    bool t = device::test(h, &w64[i], cmps[i], arg[i]) && device::test(h, &u32[i], cmps[i], static_cast<uint32_t>(arg[i]));
-    if (coop::thread_rank(c) == 0) out[i] = static_cast<uint64_t>(a) ^ (static_cast<uint64_t>(b) << 20) ^ (static_cast<uint64_t>(d) << 40) ^ (t ? 0 : 1);
+    bool t =
+        device::test(h, &w64[i], cmps[i], arg[i]) && device::test(h, &u32[i], cmps[i], static_cast<uint32_t>(arg[i]));
+    if (coop::thread_rank(c) == 0)
+      out[i] =
+          static_cast<uint64_t>(a) ^ (static_cast<uint64_t>(b) << 20) ^ (static_cast<uint64_t>(d) << 40) ^ (t ? 0 : 1);
   }
   // signal_wait_until with every comparison on the signal word out[7] set by the sender
 }
@@ -145,11 +170,31 @@ __global__ void k_atomics(DeviceHandle h, T* word, int pe, uint64_t seed, uint64
     T v = static_cast<T>(x >> 3);
     T old = 0;
     switch (x % 9) {
-      case 0: old = device::atomic_fetch_add<S>(h, word, v, pe); bad += old != model; model = static_cast<T>(model + v); break;
-      case 1: old = device::atomic_swap<S>(h, word, v, pe); bad += old != model; model = v; break;
-      case 2: old = device::atomic_fetch_and<S>(h, word, v, pe); bad += old != model; model &= v; break;
-      case 3: old = device::atomic_fetch_or<S>(h, word, v, pe); bad += old != model; model |= v; break;
-      case 4: old = device::atomic_fetch_xor<S>(h, word, v, pe); bad += old != model; model ^= v; break;
+      case 0:
+        old = device::atomic_fetch_add<S>(h, word, v, pe);
+        bad += old != model;
+        model = static_cast<T>(model + v);
+        break;
+      case 1:
+        old = device::atomic_swap<S>(h, word, v, pe);
+        bad += old != model;
+        model = v;
+        break;
+      case 2:
+        old = device::atomic_fetch_and<S>(h, word, v, pe);
+        bad += old != model;
+        model &= v;
+        break;
+      case 3:
+        old = device::atomic_fetch_or<S>(h, word, v, pe);
+        bad += old != model;
+        model |= v;
+        break;
+      case 4:
+        old = device::atomic_fetch_xor<S>(h, word, v, pe);
+        bad += old != model;
+        model ^= v;
+        break;
       case 5: {
         T expected = (x & 64) ? model : static_cast<T>(model + 1);
         old = device::atomic_compare_swap<S>(h, word, expected, v, pe);
@@ -157,9 +202,19 @@ __global__ void k_atomics(DeviceHandle h, T* word, int pe, uint64_t seed, uint64
         if (expected == model) model = v;
         break;
       }
-      case 6: old = device::atomic_fetch_inc<S>(h, word, pe); bad += old != model; model = static_cast<T>(model + 1); break;
-      case 7: device::atomic_add<S>(h, word, v, pe); model = static_cast<T>(model + v); break;
-      default: device::atomic_inc<S>(h, word, pe); model = static_cast<T>(model + 1); break;
+      case 6:
+        old = device::atomic_fetch_inc<S>(h, word, pe);
+        bad += old != model;
+        model = static_cast<T>(model + 1);
+        break;
+      case 7:
+        device::atomic_add<S>(h, word, v, pe);
+        model = static_cast<T>(model + v);
+        break;
+      default:
+        device::atomic_inc<S>(h, word, pe);
+        model = static_cast<T>(model + 1);
+        break;
     }
     bad += device::atomic_fetch<S>(h, word, pe) != model;
   }
@@ -175,12 +230,17 @@ template <class Coop>
 __global__ void k_barriers(DeviceHandle h, TeamHandle t, uint64_t* slots, int rounds, int kind, uint64_t* errors) {
   Coop c;
   const int me = team_world_rank(t, t.rank);
-  const int right = team_world_rank(t, (t.rank + 1) % t.size), left = team_world_rank(t, (t.rank - 1 + t.size) % t.size);
+  const int right = team_world_rank(t, (t.rank + 1) % t.size),
+            left = team_world_rank(t, (t.rank - 1 + t.size) % t.size);
   auto barrier = [&] {
-    if (kind == 0) device::barrier_master(c, h);
-    else if (kind == 1) device::barrier_dissemination(c, h);
-    else if (kind == 2) device::barrier_all(c, h);
-    else device::barrier(c, h, t);
+    if (kind == 0)
+      device::barrier_master(c, h);
+    else if (kind == 1)
+      device::barrier_dissemination(c, h);
+    else if (kind == 2)
+      device::barrier_all(c, h);
+    else
+      device::barrier(c, h, t);
   };
   uint64_t bad = 0;
   for (int r = 1; r <= rounds; ++r) {

@@ -14,10 +14,10 @@ struct Ctx {
   int me = 0, n = 1, right = 0, left = 0;
   cudaStream_t s = nullptr;
   static constexpr size_t kCap = (size_t(1) << 20) + 64;
-  char* src = nullptr;   // symmetric, this PE's random data
-  char* dst = nullptr;   // symmetric, one slot of kCap per sender
+  char* src = nullptr;      // symmetric, this PE's random data
+  char* dst = nullptr;      // symmetric, one slot of kCap per sender
   uint64_t* sig = nullptr;  // symmetric, one per sender
-  char* out = nullptr;   // local device buffer
+  char* out = nullptr;      // local device buffer
   uint64_t* res = nullptr;  // local device results
   uint64_t sigcount = 0;
 
@@ -41,7 +41,8 @@ struct Ctx {
   std::map<int, std::vector<uint8_t>> data_cache;
   const std::vector<uint8_t>& data_of(int pe) {
     auto it = data_cache.find(pe);
-    if (it == data_cache.end()) it = data_cache.emplace(pe, random_bytes(seed * 1000003u + static_cast<uint64_t>(pe), kCap)).first;
+    if (it == data_cache.end())
+      it = data_cache.emplace(pe, random_bytes(seed * 1000003u + static_cast<uint64_t>(pe), kCap)).first;
     return it->second;
   }
   void sync() {
@@ -59,8 +60,8 @@ struct Ctx {
     return v;
   }
   // got[doff, doff+bytes) must equal want[soff, ...); everything else in got the poison.
-  void compare(const std::string& what, const std::vector<uint8_t>& got, const std::vector<uint8_t>& want, size_t soff, size_t doff,
-               size_t bytes) {
+  void compare(const std::string& what, const std::vector<uint8_t>& got, const std::vector<uint8_t>& want, size_t soff,
+               size_t doff, size_t bytes) {
     for (size_t i = 0; i < got.size(); ++i) {
       bool inside = i >= doff && i < doff + bytes;
       uint8_t expect = inside ? want[soff + i - doff] : kPoison;
@@ -76,8 +77,8 @@ struct Ctx {
 };
 
 inline std::string label(const char* op, const char* level, size_t bytes, size_t soff, size_t doff) {
-  return std::string(op) + " level " + level + " bytes " + std::to_string(bytes) + " src+" + std::to_string(soff) + " dst+" +
-         std::to_string(doff);
+  return std::string(op) + " level " + level + " bytes " + std::to_string(bytes) + " src+" + std::to_string(soff) +
+         " dst+" + std::to_string(doff);
 }
 
 template <class Coop>
@@ -85,8 +86,8 @@ void check_put(Ctx& c, size_t bytes, size_t soff, size_t doff, int nbi) {
   Runtime& rt = c.rt;
   RMA_CUDA(cudaMemset(c.dst, kPoison, Ctx::kCap * static_cast<size_t>(c.n)));
   rt.barrier_all();
-  k_put<Coop><<<1, coop_threads<Coop>(), 0, c.s>>>(c.h, c.dst + Ctx::kCap * static_cast<size_t>(c.me) + doff, c.src + soff, bytes,
-                                                   c.right, nbi);
+  k_put<Coop><<<1, coop_threads<Coop>(), 0, c.s>>>(c.h, c.dst + Ctx::kCap * static_cast<size_t>(c.me) + doff,
+                                                   c.src + soff, bytes, c.right, nbi);
   RMA_LAUNCHED();
   c.sync();
   rt.barrier_all();
@@ -102,8 +103,8 @@ void check_get(Ctx& c, size_t bytes, size_t soff, size_t doff, int nbi) {
   k_get<Coop><<<1, coop_threads<Coop>(), 0, c.s>>>(c.h, c.out + doff, c.src + soff, bytes, c.right, nbi);
   RMA_LAUNCHED();
   c.sync();
-  c.compare(label(nbi ? "get_nbi" : "get", coop_name<Coop>(), bytes, soff, doff), c.fetch(c.out, Ctx::kCap), c.data_of(c.right), soff,
-            doff, bytes);
+  c.compare(label(nbi ? "get_nbi" : "get", coop_name<Coop>(), bytes, soff, doff), c.fetch(c.out, Ctx::kCap),
+            c.data_of(c.right), soff, doff, bytes);
 }
 
 template <class Coop>
@@ -114,17 +115,19 @@ void check_put_signal(Ctx& c, size_t bytes, size_t soff, SignalOp op) {
   rt.barrier_all();
   const uint64_t target = ++c.sigcount;
   const uint64_t v = op == SignalOp::set ? target : 1;
-  k_put_signal<Coop><<<1, coop_threads<Coop>(), 0, c.s>>>(c.h, c.dst + Ctx::kCap * static_cast<size_t>(c.me), c.src + soff, bytes,
-                                                          &c.sig[c.me], v, op, c.right);
+  k_put_signal<Coop><<<1, coop_threads<Coop>(), 0, c.s>>>(c.h, c.dst + Ctx::kCap * static_cast<size_t>(c.me),
+                                                          c.src + soff, bytes, &c.sig[c.me], v, op, c.right);
   RMA_LAUNCHED();
-  k_wait_copy<Coop><<<1, coop_threads<Coop>(), 0, c.s>>>(c.h, &c.sig[c.left], target, c.dst + Ctx::kCap * static_cast<size_t>(c.left),
-                                                         c.out, Ctx::kCap, c.res);
+  k_wait_copy<Coop><<<1, coop_threads<Coop>(), 0, c.s>>>(
+      c.h, &c.sig[c.left], target, c.dst + Ctx::kCap * static_cast<size_t>(c.left), c.out, Ctx::kCap, c.res);
   RMA_LAUNCHED();
   c.sync();
-  std::string what = label(op == SignalOp::set ? "put_signal(set)" : "put_signal(add)", coop_name<Coop>(), bytes, soff, 0);
+  std::string what =
+      label(op == SignalOp::set ? "put_signal(set)" : "put_signal(add)", coop_name<Coop>(), bytes, soff, 0);
   c.compare(what, c.fetch(c.out, Ctx::kCap), c.data_of(c.left), soff, 0, bytes);
   uint64_t seen = c.results(1)[0];
-  if (seen != target) c.rep.fail(what + ": signal_wait_until returned " + std::to_string(seen) + ", expected " + std::to_string(target));
+  if (seen != target)
+    c.rep.fail(what + ": signal_wait_until returned " + std::to_string(seen) + ", expected " + std::to_string(target));
   rt.barrier_all();
 }
 
@@ -166,8 +169,10 @@ inline void check_scalars_and_ptr(Ctx& c) {
   if (static_cast<int32_t>(static_cast<uint32_t>(r[0])) != a) c.rep.fail("p/g int32 round trip");
   if (r[1] != b) c.rep.fail("p/g uint64 round trip");
   if (back != d) c.rep.fail("p/g double round trip");
-  if (r[3] != 1) c.rep.fail("ptr() returned nullptr for a reachable PE");
-  else if (r[4] != (b ^ 0xFFFF)) c.rep.fail("store and load through ptr() disagree");
+  if (r[3] != 1)
+    c.rep.fail("ptr() returned nullptr for a reachable PE");
+  else if (r[4] != (b ^ 0xFFFF))
+    c.rep.fail("store and load through ptr() disagree");
   if (r[5] != 1) c.rep.fail("ptr() of a PE outside the job is not nullptr");
   rt.barrier_all();
   // The receiver sees the sender's values in its own heap.
@@ -201,14 +206,16 @@ void check_waits(Ctx& c) {
   rt.barrier_all();
   k_set_cmp_words<<<1, 1, 0, c.s>>>(c.h, &w64[6 * c.me], &w32[6 * c.me], &u32[6 * c.me], c.right);
   RMA_LAUNCHED();
-  k_wait_cmp_words<Coop><<<1, coop_threads<Coop>(), 0, c.s>>>(c.h, &w64[6 * c.left], &w32[6 * c.left], &u32[6 * c.left], c.res);
+  k_wait_cmp_words<Coop>
+      <<<1, coop_threads<Coop>(), 0, c.s>>>(c.h, &w64[6 * c.left], &w32[6 * c.left], &u32[6 * c.left], c.res);
   RMA_LAUNCHED();
   c.sync();
   auto r = c.results(6);
   const int64_t target[6] = {7, 5, 200, 150, 50, 60};
   const char* names[6] = {"eq", "ne", "gt", "ge", "lt", "le"};
   for (int i = 0; i < 6; ++i) {
-    uint64_t want = static_cast<uint64_t>(target[i]) ^ (static_cast<uint64_t>(target[i]) << 20) ^ (static_cast<uint64_t>(target[i]) << 40);
+    uint64_t want = static_cast<uint64_t>(target[i]) ^ (static_cast<uint64_t>(target[i]) << 20) ^
+                    (static_cast<uint64_t>(target[i]) << 40);
     if (r[static_cast<size_t>(i)] != want)
       c.rep.fail(std::string("wait_until/test ") + names[i] + " level " + coop_name<Coop>() + ": got code " +
                  std::to_string(r[static_cast<size_t>(i)]) + ", expected " + std::to_string(want));
@@ -227,7 +234,9 @@ void check_atomics_one(Ctx& c, const char* what) {
   RMA_LAUNCHED();
   c.sync();
   uint64_t bad = c.results(1)[0];
-  if (bad) c.rep.fail(std::string("atomics ") + what + ": " + std::to_string(bad) + " results differ from the sequential model");
+  if (bad)
+    c.rep.fail(std::string("atomics ") + what + ": " + std::to_string(bad) +
+               " results differ from the sequential model");
   rt.barrier_all();
   rt.free(words);
 }
@@ -247,7 +256,8 @@ inline void check_atomics(Ctx& c) {
   rt.barrier_all();
   uint64_t total = rt.atomic_fetch<uint64_t>(counter, 0);
   uint64_t want = static_cast<uint64_t>(c.n) * 8 * 128 * 50;
-  if (total != want) c.rep.fail("atomic_inc storm: counter " + std::to_string(total) + ", expected " + std::to_string(want));
+  if (total != want)
+    c.rep.fail("atomic_inc storm: counter " + std::to_string(total) + ", expected " + std::to_string(want));
   rt.barrier_all();
   rt.free(counter);
 }
@@ -256,7 +266,8 @@ template <class Coop>
 void check_barriers(Ctx& c) {
   Runtime& rt = c.rt;
   auto* slots = static_cast<uint64_t*>(rt.calloc(static_cast<size_t>(c.n), sizeof(uint64_t)));
-  const char* kinds[5] = {"barrier_master", "barrier_dissemination", "barrier_all", "barrier(world team)", "barrier(reversed team)"};
+  const char* kinds[5] = {"barrier_master", "barrier_dissemination", "barrier_all", "barrier(world team)",
+                          "barrier(reversed team)"};
   // A split team in reverse order: its own slot and counters, ring neighbours swapped.
   Team reversed = rt.split(rt.world(), 0, -rt.rank());
   for (int kind = 0; kind < 5; ++kind) {
@@ -267,8 +278,9 @@ void check_barriers(Ctx& c) {
     RMA_LAUNCHED();
     c.sync();
     uint64_t bad = c.results(1)[0];
-    if (bad) c.rep.fail(std::string(kinds[kind]) + " level " + coop_name<Coop>() + ": " + std::to_string(bad) +
-                        " of 200 rounds saw a stale value from the left neighbour");
+    if (bad)
+      c.rep.fail(std::string(kinds[kind]) + " level " + coop_name<Coop>() + ": " + std::to_string(bad) +
+                 " of 200 rounds saw a stale value from the left neighbour");
   }
   rt.barrier_all();
   rt.free(slots);

@@ -33,10 +33,12 @@ inline void check_host_api(Ctx& c) {
   if (rt.g<uint64_t>(&w[c.left], c.me) != 0xABCD0000ull + static_cast<uint64_t>(c.left)) c.rep.fail("host p/g");
   RMA_CUDA(cudaMemset(c.dst, kPoison, Ctx::kCap * static_cast<size_t>(c.n)));
   rt.barrier_all();
-  rt.put_signal(c.dst + Ctx::kCap * static_cast<size_t>(c.me), mine.data(), bytes, &c.sig[c.me], 1000, SignalOp::set, c.right);
+  rt.put_signal(c.dst + Ctx::kCap * static_cast<size_t>(c.me), mine.data(), bytes, &c.sig[c.me], 1000, SignalOp::set,
+                c.right);
   uint64_t seen = rt.wait_until<uint64_t>(&c.sig[c.left], Cmp::eq, 1000);
   if (seen != 1000) c.rep.fail("host wait_until returned " + std::to_string(seen));
-  c.compare("host put_signal", c.fetch(c.dst + Ctx::kCap * static_cast<size_t>(c.left), Ctx::kCap), want_left, 0, 0, bytes);
+  c.compare("host put_signal", c.fetch(c.dst + Ctx::kCap * static_cast<size_t>(c.left), Ctx::kCap), want_left, 0, 0,
+            bytes);
   rt.signal(&c.sig[c.me], 5, SignalOp::add, c.right);
   rt.wait_until<uint64_t>(&c.sig[c.left], Cmp::ge, 1005);
   if (!rt.test<uint64_t>(&c.sig[c.left], Cmp::eq, 1005)) c.rep.fail("host test after signal add");
@@ -82,7 +84,8 @@ inline void check_registered(Ctx& c) {
   RMA_CUDA(cudaMalloc(&buf, words * 8));
   RMA_CUDA(cudaMemset(buf, 0, words * 8));
   const RegisteredBuffer& reg = rt.register_buffer(buf, words * 8);
-  if (reg.peers[static_cast<size_t>(c.right)] == nullptr) c.rep.fail("registered buffer of the right neighbour is unreachable");
+  if (reg.peers[static_cast<size_t>(c.right)] == nullptr)
+    c.rep.fail("registered buffer of the right neighbour is unreachable");
   k_registered<<<1, 256, 0, c.s>>>(reg.device_peers, c.right, c.seed ^ static_cast<uint64_t>(c.me), words);
   RMA_LAUNCHED();
   c.sync();
@@ -98,7 +101,8 @@ inline void check_registered(Ctx& c) {
   RMA_CUDA(cudaFree(buf));
   // a heap buffer registers without a new mapping
   const RegisteredBuffer& hreg = rt.register_buffer(c.dst, Ctx::kCap);
-  if (hreg.peers[static_cast<size_t>(c.right)] != rt.ptr(c.dst, c.right)) c.rep.fail("heap buffer registration disagrees with ptr()");
+  if (hreg.peers[static_cast<size_t>(c.right)] != rt.ptr(c.dst, c.right))
+    c.rep.fail("heap buffer registration disagrees with ptr()");
   rt.deregister_buffer(c.dst);
 }
 
@@ -117,7 +121,8 @@ inline void check_graph(Ctx& c, int replays) {
   RMA_CUDA(cudaStreamBeginCapture(gs, cudaStreamCaptureModeThreadLocal));
   RMA_CUDA(cudaMemsetAsync(flag, 0, sizeof(uint64_t), gs));
   rt.barrier_on_stream(gs);
-  rt.put_signal_on_stream(c.dst + Ctx::kCap * static_cast<size_t>(c.me), stage, bytes, flag, 1, SignalOp::add, c.right, gs);
+  rt.put_signal_on_stream(c.dst + Ctx::kCap * static_cast<size_t>(c.me), stage, bytes, flag, 1, SignalOp::add, c.right,
+                          gs);
   rt.wait_until_on_stream(flag, Cmp::eq, 1, gs);
   rt.get_on_stream(c.out, c.dst + Ctx::kCap * static_cast<size_t>(c.left), bytes, c.me, gs);
   rt.put_on_stream(c.dst + Ctx::kCap * static_cast<size_t>(c.me) + bytes, stage, 64, c.right, gs);
@@ -135,8 +140,8 @@ inline void check_graph(Ctx& c, int replays) {
     RMA_CUDA(cudaGraphLaunch(exec, gs));
     RMA_CUDA(cudaStreamSynchronize(gs));
     rt.check_device();
-    c.compare("graph replay " + std::to_string(r) + " (put_signal_on_stream/wait_until_on_stream/get_on_stream)", c.fetch(c.out, bytes),
-              left, 0, 0, bytes);
+    c.compare("graph replay " + std::to_string(r) + " (put_signal_on_stream/wait_until_on_stream/get_on_stream)",
+              c.fetch(c.out, bytes), left, 0, 0, bytes);
   }
   rt.barrier_all();
   uint64_t sig = rt.signal_fetch(&c.sig[c.left]);

@@ -22,8 +22,10 @@ namespace {
 
 uint64_t job_seed(Runtime& rt) {
   uint64_t mine = 0;
-  if (const char* s = std::getenv("GPUCOMM_TEST_SEED")) mine = std::strtoull(s, nullptr, 0);
-  else mine = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^ 0x5DEECE66DULL;
+  if (const char* s = std::getenv("GPUCOMM_TEST_SEED"))
+    mine = std::strtoull(s, nullptr, 0);
+  else
+    mine = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^ 0x5DEECE66DULL;
   auto all = rt.bootstrap().allgather(std::to_string(mine));
   return std::strtoull(all[0].c_str(), nullptr, 10);  // rank 0's seed for everyone
 }
@@ -38,8 +40,9 @@ int scenario_api(Runtime& rt) {
     rma_checks::check_registered(c);
     rma_checks::check_graph(c, 10);
   }
-  if (rep.failures) std::fprintf(stderr, "%d checks failed; replay with GPUCOMM_TEST_SEED=%llu\n", rep.failures,
-                                 static_cast<unsigned long long>(seed));
+  if (rep.failures)
+    std::fprintf(stderr, "%d checks failed; replay with GPUCOMM_TEST_SEED=%llu\n", rep.failures,
+                 static_cast<unsigned long long>(seed));
   return rep.failures;
 }
 
@@ -72,20 +75,27 @@ int scenario_stress(Runtime& rt, long long min_messages) {
   rt.barrier_all();
   auto t0 = std::chrono::steady_clock::now();
   DeviceHandle h = rt.device_handle();
-  k_stress_recv<<<blocks, threads, 0, recv>>>(h, slots, sigs, per_channel, seed ^ static_cast<uint64_t>((rt.rank() - 1 + rt.size()) % rt.size()), counters);
+  k_stress_recv<<<blocks, threads, 0, recv>>>(
+      h, slots, sigs, per_channel, seed ^ static_cast<uint64_t>((rt.rank() - 1 + rt.size()) % rt.size()), counters);
   check(cudaGetLastError(), "launch receiver");
-  k_stress_send<<<blocks, threads, 0, send>>>(h, slots, sigs, per_channel, peer, seed ^ static_cast<uint64_t>(rt.rank()));
+  k_stress_send<<<blocks, threads, 0, send>>>(h, slots, sigs, per_channel, peer,
+                                              seed ^ static_cast<uint64_t>(rt.rank()));
   check(cudaGetLastError(), "launch sender");
   check(cudaStreamSynchronize(send), "sender");
   check(cudaStreamSynchronize(recv), "receiver");
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   unsigned long long c[3];
   check(cudaMemcpy(c, counters, sizeof c, cudaMemcpyDeviceToHost), "counters");
-  const unsigned long long sent = static_cast<unsigned long long>(channels) * static_cast<unsigned long long>(per_channel);
-  std::printf("rank %d: %llu put-with-signal messages received and checked in %.2f s (%.1f M/s): %llu ordering violations, "
-              "%llu stalled channels\n", rt.rank(), c[1], secs, static_cast<double>(c[1]) / secs / 1e6, c[0], c[2]);
+  const unsigned long long sent =
+      static_cast<unsigned long long>(channels) * static_cast<unsigned long long>(per_channel);
+  std::printf(
+      "rank %d: %llu put-with-signal messages received and checked in %.2f s (%.1f M/s): %llu ordering violations, "
+      "%llu stalled channels\n",
+      rt.rank(), c[1], secs, static_cast<double>(c[1]) / secs / 1e6, c[0], c[2]);
   int failures = 0;
-  if (c[0] != 0) ++failures, std::fprintf(stderr, "CHECK failed: %llu ordering violations (seed %llu)\n", c[0], static_cast<unsigned long long>(seed));
+  if (c[0] != 0)
+    ++failures, std::fprintf(stderr, "CHECK failed: %llu ordering violations (seed %llu)\n", c[0],
+                             static_cast<unsigned long long>(seed));
   if (c[2] != 0) ++failures, std::fprintf(stderr, "CHECK failed: %llu channels stalled\n", c[2]);
   if (c[1] != sent) ++failures, std::fprintf(stderr, "CHECK failed: checked %llu of %llu messages\n", c[1], sent);
   rt.barrier_all();
@@ -116,9 +126,10 @@ int scenario_timeout(Runtime& rt) {
       msg = err.what();
     }
     std::printf("rank 0: kernel ended with %s; error: %s\n", cudaGetErrorName(e), msg.c_str());
-    for (const char* part : {"rank 0, block (0,0,0) thread (0,0,0)", "signal_wait_until on heap+0x18", "expected value >= 42",
-                             "last seen 0", "timed out after", "GPUCOMM_TIMEOUT"})
-      if (msg.find(part) == std::string::npos) ++failures, std::fprintf(stderr, "CHECK failed: '%s' missing from the error\n", part);
+    for (const char* part : {"rank 0, block (0,0,0) thread (0,0,0)", "signal_wait_until on heap+0x18",
+                             "expected value >= 42", "last seen 0", "timed out after", "GPUCOMM_TIMEOUT"})
+      if (msg.find(part) == std::string::npos)
+        ++failures, std::fprintf(stderr, "CHECK failed: '%s' missing from the error\n", part);
   }
   rt.bootstrap().barrier();  // rank 0's GPU is unusable now: synchronize through the bootstrap only
   return failures;
@@ -133,9 +144,12 @@ int main(int argc, char** argv) {
   bool shared = false;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--gpus" && i + 1 < argc) need_gpus = std::atoi(argv[++i]);
-    else if (a == "--shared") shared = true;
-    else arg = std::atoll(argv[i]);
+    if (a == "--gpus" && i + 1 < argc)
+      need_gpus = std::atoi(argv[++i]);
+    else if (a == "--shared")
+      shared = true;
+    else
+      arg = std::atoll(argv[i]);
   }
   int have = 0;
   if (cudaGetDeviceCount(&have) != cudaSuccess) have = 0;
@@ -151,14 +165,18 @@ int main(int argc, char** argv) {
   try {
     Runtime rt;
     if (rt.pe_kind() != PeKind::gpu) throw std::runtime_error("expected a GPU PE (GPUCOMM_DEVICE=gpu)");
-    if (scenario == "api") failures = scenario_api(rt);
-    else if (scenario == "stress") failures = scenario_stress(rt, arg > 0 ? arg : 10000000);
-    else if (scenario == "timeout") failures = scenario_timeout(rt);
+    if (scenario == "api")
+      failures = scenario_api(rt);
+    else if (scenario == "stress")
+      failures = scenario_stress(rt, arg > 0 ? arg : 10000000);
+    else if (scenario == "timeout")
+      failures = scenario_timeout(rt);
     else {
       std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
       return 2;
     }
-    if (failures == 0) std::printf("PE OK rank %d of %d: %s (%s)\n", rt.rank(), rt.size(), scenario.c_str(), rt.describe().c_str());
+    if (failures == 0)
+      std::printf("PE OK rank %d of %d: %s (%s)\n", rt.rank(), rt.size(), scenario.c_str(), rt.describe().c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "PE ERROR: %s\n", e.what());
     return 1;

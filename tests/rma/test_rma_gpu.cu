@@ -99,7 +99,9 @@ TEST_F(GpuPe, DeviceTimeoutNamesTheWait) {
   unsetenv("GPUCOMM_TIMEOUT");
 }
 
-__global__ void put_to_missing_pe(DeviceHandle h, char* dst) { device::p(h, dst, 'x', 5); }
+__global__ void put_to_missing_pe(DeviceHandle h, char* dst) {
+  device::p(h, dst, 'x', 5);
+}
 
 TEST_F(GpuPe, BadPeIsDiagnosed) {
   Runtime rt;
@@ -134,7 +136,8 @@ TEST_F(GpuPe, CheckedBuildDiagnosesAddressOutsideHeap) {
   } catch (const Error& err) {
     EXPECT_EQ(err.code(), Errc::invalid_argument) << err.what();
     EXPECT_NE(std::string(err.what()).find("put: heap+0x"), std::string::npos) << err.what();
-    EXPECT_NE(std::string(err.what()).find("(+64 bytes) is not inside the symmetric heap"), std::string::npos) << err.what();
+    EXPECT_NE(std::string(err.what()).find("(+64 bytes) is not inside the symmetric heap"), std::string::npos)
+        << err.what();
   }
 #endif
 }

@@ -1,5 +1,6 @@
 // A PE for multi-process tests: `gpucomm_test_pe SCENARIO [ARGS]`, run under `gpucomm run` or
 // mpirun. Prints "PE OK" and exits 0 on success; on failure prints the error and exits 1.
+#include <cuda_runtime_api.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -11,8 +12,6 @@
 #include <string>
 #include <vector>
 
-#include <cuda_runtime_api.h>
-
 #include "gpucomm/gpucomm.hpp"
 #include "pe_check.hpp"
 
@@ -20,9 +19,9 @@ using namespace gpucomm;
 
 namespace {
 
-
-
-uint64_t seed_for(int rank) { return testing::pe_seed(rank); }
+uint64_t seed_for(int rank) {
+  return testing::pe_seed(rank);
+}
 
 // A team as kernels see it agrees with the host Team: size, rank, world ranks both ways, and one
 // slot per team shared by all its members, distinct from every other live team's.
@@ -31,22 +30,25 @@ void check_team_handle(Runtime& rt, const Team& t, const char* what) {
   validate_handle(h, what);
   PE_CHECK(h.size == t.size() && h.rank == t.rank() && h.slot == t.id(), "%s: handle size/rank/slot", what);
   for (int i = 0; i < t.size(); ++i) {
-    PE_CHECK(team_world_rank(h, i) == t.world_rank(i), "%s: member %d is %d, expected %d", what, i, team_world_rank(h, i), t.world_rank(i));
+    PE_CHECK(team_world_rank(h, i) == t.world_rank(i), "%s: member %d is %d, expected %d", what, i,
+             team_world_rank(h, i), t.world_rank(i));
     PE_CHECK(team_rank_of(h, t.world_rank(i)) == i, "%s: rank of world %d", what, t.world_rank(i));
   }
-  for (int r = 0; r < rt.size(); ++r) PE_CHECK((team_rank_of(h, r) >= 0) == (t.team_rank(r) >= 0), "%s: membership of %d", what, r);
+  for (int r = 0; r < rt.size(); ++r)
+    PE_CHECK((team_rank_of(h, r) >= 0) == (t.team_rank(r) >= 0), "%s: membership of %d", what, r);
   // Every member holds the same slot (gathered over the world with the team's first member as key).
   auto all = rt.bootstrap().allgather(std::to_string(t.world_rank(0)) + ":" + std::to_string(h.slot));
   for (int r = 0; r < rt.size(); ++r)
     if (t.team_rank(r) >= 0)
-      PE_CHECK(all[static_cast<size_t>(r)] == all[static_cast<size_t>(rt.rank())], "%s: slot %s on rank %d, %s here", what,
-               all[static_cast<size_t>(r)].c_str(), r, all[static_cast<size_t>(rt.rank())].c_str());
+      PE_CHECK(all[static_cast<size_t>(r)] == all[static_cast<size_t>(rt.rank())], "%s: slot %s on rank %d, %s here",
+               what, all[static_cast<size_t>(r)].c_str(), r, all[static_cast<size_t>(rt.rank())].c_str());
   // A handle made against other headers is refused.
   bool refused = false;
   try {
     rt.device_team_checked(t, kHandleVersion + 1, sizeof(TeamHandle));
   } catch (const Error& e) {
-    refused = e.code() == Errc::invalid_argument && std::string(e.what()).find("rebuild it against this library's headers") != std::string::npos;
+    refused = e.code() == Errc::invalid_argument &&
+              std::string(e.what()).find("rebuild it against this library's headers") != std::string::npos;
   }
   PE_CHECK(refused, "%s: a TeamHandle of another version was not refused", what);
 }
@@ -67,7 +69,8 @@ void check_device_teams(Runtime& rt, const Team& half) {
 void scenario_bootstrap(Runtime& rt) {
   auto all = rt.bootstrap().allgather(std::to_string(rt.rank() * 7));
   PE_CHECK(static_cast<int>(all.size()) == rt.size(), "allgather size %zu", all.size());
-  for (int r = 0; r < rt.size(); ++r) PE_CHECK(all[static_cast<size_t>(r)] == std::to_string(r * 7), "allgather[%d]", r);
+  for (int r = 0; r < rt.size(); ++r)
+    PE_CHECK(all[static_cast<size_t>(r)] == std::to_string(r * 7), "allgather[%d]", r);
   PE_CHECK(rt.world().size() == rt.size() && rt.world().rank() == rt.rank(), "world team");
   PE_CHECK(rt.node().size() == rt.local_size(), "node team %d vs %d", rt.node().size(), rt.local_size());
   // Odd/even split with reversed order.
@@ -108,7 +111,8 @@ void scenario_rma(Runtime& rt, int iters) {
     for (size_t i = 8; i < len; ++i) sum = sum * 131 + data[i];
     sum ^= len;
     std::memcpy(data.data(), &sum, 8);
-    rt.put_signal(buf + cap * static_cast<size_t>(me), data.data(), len, &sig[me], static_cast<uint64_t>(it), SignalOp::set, to);
+    rt.put_signal(buf + cap * static_cast<size_t>(me), data.data(), len, &sig[me], static_cast<uint64_t>(it),
+                  SignalOp::set, to);
     rt.wait_until<uint64_t>(&sig[from], Cmp::ge, static_cast<uint64_t>(it));
     const uint8_t* got = buf + cap * static_cast<size_t>(from);
     // Recover the length by trying the checksum (the sender's length is unknown here): the
@@ -124,7 +128,8 @@ void scenario_rma(Runtime& rt, int iters) {
     check ^= their_len;
     uint64_t stored;
     std::memcpy(&stored, got, 8);
-    PE_CHECK(stored == check, "iteration %d: payload from rank %d corrupted (len %llu)", it, from, static_cast<unsigned long long>(their_len));
+    PE_CHECK(stored == check, "iteration %d: payload from rank %d corrupted (len %llu)", it, from,
+             static_cast<unsigned long long>(their_len));
     // get back what we sent, from the receiver's copy
     std::vector<uint8_t> back(len);
     rt.get(back.data(), buf + cap * static_cast<size_t>(me), len, to);
@@ -133,7 +138,8 @@ void scenario_rma(Runtime& rt, int iters) {
   }
   uint64_t total = rt.atomic_fetch<uint64_t>(counter, 0);
   uint64_t expect = static_cast<uint64_t>(iters) * static_cast<uint64_t>(n) * static_cast<uint64_t>(n + 1) / 2;
-  PE_CHECK(total == expect, "atomic counter %llu expected %llu", static_cast<unsigned long long>(total), static_cast<unsigned long long>(expect));
+  PE_CHECK(total == expect, "atomic counter %llu expected %llu", static_cast<unsigned long long>(total),
+           static_cast<unsigned long long>(expect));
   rt.barrier_all();
 
   // Every atomic kind against a sequential model: rank r owns words[r] at PE 0 ... each PE
@@ -149,11 +155,31 @@ void scenario_rma(Runtime& rt, int iters) {
     uint64_t v = rng();
     uint64_t old = 0;
     switch (rng() % 7) {
-      case 0: old = rt.atomic_fetch_add<uint64_t>(&aw[me], v, tgt); PE_CHECK(old == model, "fetch_add"); model += v; break;
-      case 1: old = rt.atomic_swap<uint64_t>(&aw[me], v, tgt); PE_CHECK(old == model, "swap"); model = v; break;
-      case 2: old = rt.atomic_fetch_and<uint64_t>(&aw[me], v, tgt); PE_CHECK(old == model, "fetch_and"); model &= v; break;
-      case 3: old = rt.atomic_fetch_or<uint64_t>(&aw[me], v, tgt); PE_CHECK(old == model, "fetch_or"); model |= v; break;
-      case 4: old = rt.atomic_fetch_xor<uint64_t>(&aw[me], v, tgt); PE_CHECK(old == model, "fetch_xor"); model ^= v; break;
+      case 0:
+        old = rt.atomic_fetch_add<uint64_t>(&aw[me], v, tgt);
+        PE_CHECK(old == model, "fetch_add");
+        model += v;
+        break;
+      case 1:
+        old = rt.atomic_swap<uint64_t>(&aw[me], v, tgt);
+        PE_CHECK(old == model, "swap");
+        model = v;
+        break;
+      case 2:
+        old = rt.atomic_fetch_and<uint64_t>(&aw[me], v, tgt);
+        PE_CHECK(old == model, "fetch_and");
+        model &= v;
+        break;
+      case 3:
+        old = rt.atomic_fetch_or<uint64_t>(&aw[me], v, tgt);
+        PE_CHECK(old == model, "fetch_or");
+        model |= v;
+        break;
+      case 4:
+        old = rt.atomic_fetch_xor<uint64_t>(&aw[me], v, tgt);
+        PE_CHECK(old == model, "fetch_xor");
+        model ^= v;
+        break;
       case 5: {
         uint64_t expected = (rng() & 1) ? model : model + 1;
         old = rt.atomic_compare_swap<uint64_t>(&aw[me], expected, v, tgt);
@@ -161,7 +187,11 @@ void scenario_rma(Runtime& rt, int iters) {
         if (expected == model) model = v;
         break;
       }
-      default: old = rt.atomic_fetch_inc<uint64_t>(&aw[me], tgt); PE_CHECK(old == model, "fetch_inc"); model += 1; break;
+      default:
+        old = rt.atomic_fetch_inc<uint64_t>(&aw[me], tgt);
+        PE_CHECK(old == model, "fetch_inc");
+        model += 1;
+        break;
     }
     uint32_t v32 = static_cast<uint32_t>(rng());
     uint32_t o32 = rt.atomic_fetch_add<uint32_t>(&aw32[me], v32, tgt);
@@ -186,7 +216,8 @@ void scenario_atomic_storm(Runtime& rt, int iters) {
   for (int i = 0; i < iters; ++i) rt.atomic_inc<uint64_t>(w, 0);
   rt.barrier_all();
   uint64_t v = rt.atomic_fetch<uint64_t>(w, 0);
-  PE_CHECK(v == static_cast<uint64_t>(iters) * static_cast<uint64_t>(rt.size()), "storm total %llu", static_cast<unsigned long long>(v));
+  PE_CHECK(v == static_cast<uint64_t>(iters) * static_cast<uint64_t>(rt.size()), "storm total %llu",
+           static_cast<unsigned long long>(v));
   rt.barrier_all();
   rt.free(w);
 }
@@ -204,7 +235,8 @@ int main(int argc, char** argv) {
   int arg = argc > 2 ? std::atoi(argv[2]) : 0;
   int victim = argc > 3 ? std::atoi(argv[3]) : -1;
   // Death before joining: the victim never reaches the store.
-  if (scenario == "die-before-init" && std::atoi(std::getenv("GPUCOMM_RANK") ? std::getenv("GPUCOMM_RANK") : "0") == victim)
+  if (scenario == "die-before-init" &&
+      std::atoi(std::getenv("GPUCOMM_RANK") ? std::getenv("GPUCOMM_RANK") : "0") == victim)
     die_now();
   if (scenario == "gpu-init") {
     // arg: GPUs this test needs. Without them, say so in CTest's skip format.
@@ -220,10 +252,12 @@ int main(int argc, char** argv) {
     if (scenario == "gpu-init") {
       PE_CHECK(rt.pe_kind() == PeKind::gpu, "PE kind is not gpu");
       int dev = -1;
-      PE_CHECK(cudaGetDevice(&dev) == cudaSuccess && dev == rt.device_id(), "current device %d, runtime says %d", dev, rt.device_id());
+      PE_CHECK(cudaGetDevice(&dev) == cudaSuccess && dev == rt.device_id(), "current device %d, runtime says %d", dev,
+               rt.device_id());
       auto devs = rt.bootstrap().allgather(std::to_string(rt.device_id()));
       if (arg >= 2)
-        for (int r = 1; r < rt.size(); ++r) PE_CHECK(devs[static_cast<size_t>(r)] != devs[0], "ranks 0 and %d share a GPU", r);
+        for (int r = 1; r < rt.size(); ++r)
+          PE_CHECK(devs[static_cast<size_t>(r)] != devs[0], "ranks 0 and %d share a GPU", r);
       rt.barrier_all();
     } else if (scenario == "bootstrap") {
       scenario_bootstrap(rt);
@@ -254,11 +288,37 @@ int main(int argc, char** argv) {
     } else if (scenario == "bad-input") {
       auto* s = rt.alloc<uint64_t>(4);
       int caught = 0;
-      try { rt.put(s, s, 8, rt.size()); } catch (const Error& e) { caught += e.code() == Errc::invalid_argument; std::printf("%s\n", e.what()); }
-      try { rt.put(rt.heap().base() + rt.heap().size() - 8, s, 64, 0); } catch (const Error& e) { caught += e.code() == Errc::invalid_argument; std::printf("%s\n", e.what()); }
-      try { uint64_t x; rt.put(&x, s, 8, 0); } catch (const Error& e) { caught += e.code() == Errc::invalid_argument; std::printf("%s\n", e.what()); }
-      try { rt.atomic_add<uint64_t>(reinterpret_cast<uint64_t*>(reinterpret_cast<char*>(s) + 1), 1, 0); } catch (const Error& e) { caught += e.code() == Errc::invalid_argument; std::printf("%s\n", e.what()); }
-      try { rt.malloc(size_t(1) << 50); } catch (const Error& e) { caught += e.code() == Errc::invalid_argument; std::printf("%s\n", e.what()); }
+      try {
+        rt.put(s, s, 8, rt.size());
+      } catch (const Error& e) {
+        caught += e.code() == Errc::invalid_argument;
+        std::printf("%s\n", e.what());
+      }
+      try {
+        rt.put(rt.heap().base() + rt.heap().size() - 8, s, 64, 0);
+      } catch (const Error& e) {
+        caught += e.code() == Errc::invalid_argument;
+        std::printf("%s\n", e.what());
+      }
+      try {
+        uint64_t x;
+        rt.put(&x, s, 8, 0);
+      } catch (const Error& e) {
+        caught += e.code() == Errc::invalid_argument;
+        std::printf("%s\n", e.what());
+      }
+      try {
+        rt.atomic_add<uint64_t>(reinterpret_cast<uint64_t*>(reinterpret_cast<char*>(s) + 1), 1, 0);
+      } catch (const Error& e) {
+        caught += e.code() == Errc::invalid_argument;
+        std::printf("%s\n", e.what());
+      }
+      try {
+        rt.malloc(size_t(1) << 50);
+      } catch (const Error& e) {
+        caught += e.code() == Errc::invalid_argument;
+        std::printf("%s\n", e.what());
+      }
       PE_CHECK(caught == 5, "caught %d of 5 bad inputs", caught);
       rt.barrier_all();
     } else {

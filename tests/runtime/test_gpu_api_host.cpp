@@ -39,7 +39,8 @@ TEST_F(HostPe, GpuOnlyCallsRaiseUnsupported) {
   expect_unsupported([&] { rt.deregister_buffer(buf); }, "deregister_buffer");
   expect_unsupported([&] { rt.put_on_stream(buf, buf + 1, 8, 0, nullptr); }, "put_on_stream");
   expect_unsupported([&] { rt.get_on_stream(buf, buf + 1, 8, 0, nullptr); }, "get_on_stream");
-  expect_unsupported([&] { rt.put_signal_on_stream(buf, buf + 1, 8, buf + 2, 1, SignalOp::set, 0, nullptr); }, "put_signal_on_stream");
+  expect_unsupported([&] { rt.put_signal_on_stream(buf, buf + 1, 8, buf + 2, 1, SignalOp::set, 0, nullptr); },
+                     "put_signal_on_stream");
   expect_unsupported([&] { rt.signal_on_stream(buf, 1, SignalOp::add, 0, nullptr); }, "signal_on_stream");
   expect_unsupported([&] { rt.wait_until_on_stream(buf, Cmp::eq, 0, nullptr); }, "wait_until_on_stream");
   expect_unsupported([&] { rt.barrier_on_stream(nullptr); }, "barrier_on_stream");
@@ -67,13 +68,17 @@ DeviceDiag record(DeviceFault f, DeviceOp op, Cmp cmp, uint64_t expected, uint64
 }
 
 TEST(DeviceFailureText, TimeoutNamesRankPeerOpAddressValuesAndThread) {
-  auto s = detail::describe_device_failure(record(DeviceFault::timeout, DeviceOp::barrier_dissemination, Cmp::ge, 5, 4), 1 << 20);
-  EXPECT_EQ(s, "rank 3, block (7,0,0) thread (31,0,0): barrier_dissemination on heap+0x40 waiting for PE 1: expected value >= 5, "
-               "last seen 4; timed out after 2.500 s (GPUCOMM_TIMEOUT sets the limit)");
+  auto s = detail::describe_device_failure(record(DeviceFault::timeout, DeviceOp::barrier_dissemination, Cmp::ge, 5, 4),
+                                           1 << 20);
+  EXPECT_EQ(s,
+            "rank 3, block (7,0,0) thread (31,0,0): barrier_dissemination on heap+0x40 waiting for PE 1: expected "
+            "value >= 5, "
+            "last seen 4; timed out after 2.500 s (GPUCOMM_TIMEOUT sets the limit)");
 }
 
 TEST(DeviceFailureText, ArgumentFaults) {
-  EXPECT_NE(detail::describe_device_failure(record(DeviceFault::bad_argument, DeviceOp::put, Cmp::lt, 9, 2), 0).find("put: PE 9 is outside 0..1"),
+  EXPECT_NE(detail::describe_device_failure(record(DeviceFault::bad_argument, DeviceOp::put, Cmp::lt, 9, 2), 0)
+                .find("put: PE 9 is outside 0..1"),
             std::string::npos);
   EXPECT_NE(detail::describe_device_failure(record(DeviceFault::bad_argument, DeviceOp::get, Cmp::le, 64, 4096), 0)
                 .find("get: heap+0x40 (+64 bytes) is not inside the symmetric heap of 4096 bytes"),

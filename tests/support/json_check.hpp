@@ -13,8 +13,8 @@ namespace gpucomm::testing {
 struct JsonValue {
   enum Kind { null, boolean, number, string, array, object } kind = null;
   bool b = false;
-  std::string text;                 // string contents (unescaped) or number text
-  std::vector<JsonValue> items;     // array elements
+  std::string text;                          // string contents (unescaped) or number text
+  std::vector<JsonValue> items;              // array elements
   std::map<std::string, JsonValue> members;  // object members
 
   bool has(const std::string& k) const { return kind == object && members.count(k) != 0; }
@@ -45,14 +45,20 @@ class JsonParser {
     return true;
   }
   static void append_utf8(std::string& out, unsigned cp) {
-    if (cp < 0x80) { out += static_cast<char>(cp); }
-    else if (cp < 0x800) { out += static_cast<char>(0xC0 | (cp >> 6)); out += static_cast<char>(0x80 | (cp & 0x3F)); }
-    else if (cp < 0x10000) {
-      out += static_cast<char>(0xE0 | (cp >> 12)); out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    if (cp < 0x80) {
+      out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+      out += static_cast<char>(0xC0 | (cp >> 6));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+      out += static_cast<char>(0xE0 | (cp >> 12));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
       out += static_cast<char>(0x80 | (cp & 0x3F));
     } else {
-      out += static_cast<char>(0xF0 | (cp >> 18)); out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F)); out += static_cast<char>(0x80 | (cp & 0x3F));
+      out += static_cast<char>(0xF0 | (cp >> 18));
+      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
     }
   }
   bool hex4(unsigned* cp) {
@@ -61,10 +67,14 @@ class JsonParser {
     for (int i = 0; i < 4; ++i) {
       char c = s_[pos_++];
       unsigned d;
-      if (c >= '0' && c <= '9') d = static_cast<unsigned>(c - '0');
-      else if (c >= 'a' && c <= 'f') d = static_cast<unsigned>(c - 'a' + 10);
-      else if (c >= 'A' && c <= 'F') d = static_cast<unsigned>(c - 'A' + 10);
-      else return false;
+      if (c >= '0' && c <= '9')
+        d = static_cast<unsigned>(c - '0');
+      else if (c >= 'a' && c <= 'f')
+        d = static_cast<unsigned>(c - 'a' + 10);
+      else if (c >= 'A' && c <= 'F')
+        d = static_cast<unsigned>(c - 'A' + 10);
+      else
+        return false;
       *cp = *cp * 16 + d;
     }
     return true;
@@ -76,25 +86,45 @@ class JsonParser {
       unsigned char c = static_cast<unsigned char>(s_[pos_++]);
       if (c == '"') return true;
       if (c < 0x20) return false;  // raw control characters are not allowed
-      if (c != '\\') { *out += static_cast<char>(c); continue; }
+      if (c != '\\') {
+        *out += static_cast<char>(c);
+        continue;
+      }
       if (pos_ >= s_.size()) return false;
       char e = s_[pos_++];
       switch (e) {
-        case '"': *out += '"'; break;
-        case '\\': *out += '\\'; break;
-        case '/': *out += '/'; break;
-        case 'b': *out += '\b'; break;
-        case 'f': *out += '\f'; break;
-        case 'n': *out += '\n'; break;
-        case 'r': *out += '\r'; break;
-        case 't': *out += '\t'; break;
+        case '"':
+          *out += '"';
+          break;
+        case '\\':
+          *out += '\\';
+          break;
+        case '/':
+          *out += '/';
+          break;
+        case 'b':
+          *out += '\b';
+          break;
+        case 'f':
+          *out += '\f';
+          break;
+        case 'n':
+          *out += '\n';
+          break;
+        case 'r':
+          *out += '\r';
+          break;
+        case 't':
+          *out += '\t';
+          break;
         case 'u': {
           unsigned cp;
           if (!hex4(&cp)) return false;
           append_utf8(*out, cp);
           break;
         }
-        default: return false;
+        default:
+          return false;
       }
     }
     return false;
@@ -107,9 +137,14 @@ class JsonParser {
       while (pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9') ++pos_;
       return pos_ > b;
     };
-    if (pos_ < s_.size() && s_[pos_] == '0') ++pos_;
-    else if (!digits()) return false;
-    if (pos_ < s_.size() && s_[pos_] == '.') { ++pos_; if (!digits()) return false; }
+    if (pos_ < s_.size() && s_[pos_] == '0')
+      ++pos_;
+    else if (!digits())
+      return false;
+    if (pos_ < s_.size() && s_[pos_] == '.') {
+      ++pos_;
+      if (!digits()) return false;
+    }
     if (pos_ < s_.size() && (s_[pos_] == 'e' || s_[pos_] == 'E')) {
       ++pos_;
       if (pos_ < s_.size() && (s_[pos_] == '+' || s_[pos_] == '-')) ++pos_;
@@ -125,7 +160,10 @@ class JsonParser {
       v->kind = JsonValue::object;
       ++pos_;
       skip_ws();
-      if (pos_ < s_.size() && s_[pos_] == '}') { ++pos_; return true; }
+      if (pos_ < s_.size() && s_[pos_] == '}') {
+        ++pos_;
+        return true;
+      }
       for (;;) {
         skip_ws();
         std::string k;
@@ -138,8 +176,14 @@ class JsonParser {
         if (!v->members.emplace(k, std::move(child)).second) return false;  // duplicate key
         skip_ws();
         if (pos_ >= s_.size()) return false;
-        if (s_[pos_] == ',') { ++pos_; continue; }
-        if (s_[pos_] == '}') { ++pos_; return true; }
+        if (s_[pos_] == ',') {
+          ++pos_;
+          continue;
+        }
+        if (s_[pos_] == '}') {
+          ++pos_;
+          return true;
+        }
         return false;
       }
     }
@@ -147,7 +191,10 @@ class JsonParser {
       v->kind = JsonValue::array;
       ++pos_;
       skip_ws();
-      if (pos_ < s_.size() && s_[pos_] == ']') { ++pos_; return true; }
+      if (pos_ < s_.size() && s_[pos_] == ']') {
+        ++pos_;
+        return true;
+      }
       for (;;) {
         skip_ws();
         JsonValue child;
@@ -155,15 +202,34 @@ class JsonParser {
         v->items.push_back(std::move(child));
         skip_ws();
         if (pos_ >= s_.size()) return false;
-        if (s_[pos_] == ',') { ++pos_; continue; }
-        if (s_[pos_] == ']') { ++pos_; return true; }
+        if (s_[pos_] == ',') {
+          ++pos_;
+          continue;
+        }
+        if (s_[pos_] == ']') {
+          ++pos_;
+          return true;
+        }
         return false;
       }
     }
-    if (c == '"') { v->kind = JsonValue::string; return string(&v->text); }
-    if (literal("true")) { v->kind = JsonValue::boolean; v->b = true; return true; }
-    if (literal("false")) { v->kind = JsonValue::boolean; return true; }
-    if (literal("null")) { v->kind = JsonValue::null; return true; }
+    if (c == '"') {
+      v->kind = JsonValue::string;
+      return string(&v->text);
+    }
+    if (literal("true")) {
+      v->kind = JsonValue::boolean;
+      v->b = true;
+      return true;
+    }
+    if (literal("false")) {
+      v->kind = JsonValue::boolean;
+      return true;
+    }
+    if (literal("null")) {
+      v->kind = JsonValue::null;
+      return true;
+    }
     v->kind = JsonValue::number;
     return number(&v->text);
   }

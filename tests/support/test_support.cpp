@@ -1,13 +1,15 @@
 #include "test_support.hpp"
 
-#include "gpucomm/runtime/devices.hpp"
-
 #include <chrono>
 #include <cstdlib>
 
+#include "gpucomm/runtime/devices.hpp"
+
 namespace gpucomm::testing {
 
-int gpu_count() { return cuda_device_count(); }
+int gpu_count() {
+  return cuda_device_count();
+}
 
 uint64_t test_seed() {
   if (const char* s = std::getenv("GPUCOMM_TEST_SEED")) return std::strtoull(s, nullptr, 0);

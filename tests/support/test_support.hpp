@@ -19,8 +19,8 @@ std::string seed_note(uint64_t seed);
 }  // namespace gpucomm::testing
 
 // Skips the current test with a visible reason when fewer than n GPUs exist.
-#define GPUCOMM_REQUIRE_GPUS(n)                                                        \
-  do {                                                                                 \
-    int have_ = ::gpucomm::testing::gpu_count();                                       \
-    if (have_ < (n)) GTEST_SKIP() << "needs " << (n) << " GPU(s), found " << have_;   \
+#define GPUCOMM_REQUIRE_GPUS(n)                                                     \
+  do {                                                                              \
+    int have_ = ::gpucomm::testing::gpu_count();                                    \
+    if (have_ < (n)) GTEST_SKIP() << "needs " << (n) << " GPU(s), found " << have_; \
   } while (0)

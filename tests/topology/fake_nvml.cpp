@@ -23,13 +23,22 @@ const char* far_end(long g, unsigned link) {
   if (g == 2 && link >= 4 && link < 6) return kHiddenGpu;
   return nullptr;
 }
-long index_of(void* dev) { return reinterpret_cast<long>(dev) - 1; }
+long index_of(void* dev) {
+  return reinterpret_cast<long>(dev) - 1;
+}
 }  // namespace
 
 extern "C" {
-int nvmlInit_v2() { ++g_initialized; return 0; }
-int nvmlShutdown() { return g_initialized-- > 0 ? 0 : 1; }
-const char* nvmlErrorString(int) { return "fake"; }
+int nvmlInit_v2() {
+  ++g_initialized;
+  return 0;
+}
+int nvmlShutdown() {
+  return g_initialized-- > 0 ? 0 : 1;
+}
+const char* nvmlErrorString(int) {
+  return "fake";
+}
 
 int nvmlDeviceGetHandleByPciBusId_v2(const char* bus, void** dev) {
   if (!g_initialized) return 1;

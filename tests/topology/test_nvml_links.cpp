@@ -16,7 +16,7 @@ TEST(NvlinkTable, DirectLinksBeforeSwitchedOnes) {
   EXPECT_EQ(t.via_switch(0, 2), 0);  // GPU 0 has no switch links
   t.switch_links = {18, 18, 12};
   EXPECT_EQ(t.via_switch(0, 2), 12);
-  EXPECT_EQ(t.direct(0, 3), 0);      // out of range
+  EXPECT_EQ(t.direct(0, 3), 0);  // out of range
   EXPECT_EQ(t.via_switch(-1, 0), 0);
   t.available = false;
   EXPECT_EQ(t.direct(0, 1), 0);

@@ -109,13 +109,12 @@ TEST(Topology, JsonFormatIsStable) {
   Topology t = two_gpus();
   t.gpus.pop_back();
   t.links.clear();
-  EXPECT_EQ(to_json(t),
-            R"({"host":"node\"1","cuda":{"status":"ok","driver_version":13000,"driver":"13.0",)"
-            R"("runtime_version":13000,"runtime":"13.0"},"nvml":{"available":true,)"
-            R"("note":"NVLink counts from NVML"},"gpus":[{"index":0,"name":"NVIDIA H200",)"
-            R"("pci_bus_id":"0000:1b:00.0","uuid":"GPU-00000000-0000-0000-0000-000000000000",)"
-            R"("compute_capability":"9.0","sm_count":132,"memory_bytes":161061273600,)"
-            R"("l2_bytes":62914560,"numa_node":0,"cpu_affinity":"0-47"}],"links":[]})");
+  EXPECT_EQ(to_json(t), R"({"host":"node\"1","cuda":{"status":"ok","driver_version":13000,"driver":"13.0",)"
+                        R"("runtime_version":13000,"runtime":"13.0"},"nvml":{"available":true,)"
+                        R"("note":"NVLink counts from NVML"},"gpus":[{"index":0,"name":"NVIDIA H200",)"
+                        R"("pci_bus_id":"0000:1b:00.0","uuid":"GPU-00000000-0000-0000-0000-000000000000",)"
+                        R"("compute_capability":"9.0","sm_count":132,"memory_bytes":161061273600,)"
+                        R"("l2_bytes":62914560,"numa_node":0,"cpu_affinity":"0-47"}],"links":[]})");
 }
 
 TEST(Topology, JsonOfLinksParses) {

@@ -86,8 +86,8 @@ TEST(TopologyGpu, ExpectedNvlinkCount) {
   Topology t = detect();
   if (!t.nvml_available) GTEST_SKIP() << "NVML not available, NVLink counts unknown: " << t.nvml_note;
   for (const Link& l : t.links) {
-    SCOPED_TRACE("GPU" + std::to_string(l.src) + " (" + t.gpus[l.src].name + ") -> GPU" +
-                 std::to_string(l.dst) + " (" + t.gpus[l.dst].name + ")");
+    SCOPED_TRACE("GPU" + std::to_string(l.src) + " (" + t.gpus[l.src].name + ") -> GPU" + std::to_string(l.dst) + " (" +
+                 t.gpus[l.dst].name + ")");
     EXPECT_EQ(l.nvlinks, expect);
     if (expect > 0) {
       EXPECT_EQ(l.type, LinkType::nvlink);

@@ -3,14 +3,14 @@
 // layout gpucomm's reader documents (big-endian body records, end label, header, footer,
 // datatype-size table, index). Only the calls the tests need have helpers; `begin` + `put*`
 // write any other record.
+#include <unistd.h>
+
 #include <array>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <unistd.h>
-
 #include <vector>
 
 #include "gpucomm/trace/functions.hpp"
@@ -36,7 +36,10 @@ class DumpiWriter {
     put8(mask);
     if (mask & 0x40) put16(0);  // thread
     if (mask & 0x04) {          // cpu times: zero
-      for (int k = 0; k < 2; ++k) { put16(0); put32(0); }
+      for (int k = 0; k < 2; ++k) {
+        put16(0);
+        put32(0);
+      }
     }
     if (mask & 0x08) {
       for (int64_t t : {t0_ns, t1_ns}) {
@@ -69,21 +72,32 @@ class DumpiWriter {
     for (char c : std::string("prog")) put8(static_cast<uint8_t>(c));
   }
   void finalize(int64_t t0, int64_t t1) { begin(fid::Finalize, t0, t1); }
-  void comm_size(int64_t t0, int64_t t1, int32_t size) { begin(fid::Comm_size, t0, t1); put16(kCommWorld); put32(size); }
+  void comm_size(int64_t t0, int64_t t1, int32_t size) {
+    begin(fid::Comm_size, t0, t1);
+    put16(kCommWorld);
+    put32(size);
+  }
   void send_like(uint16_t func, int64_t t0, int64_t t1, int32_t count, int32_t dt, int32_t dest, int32_t tag,
                  int32_t comm = kCommWorld) {
     begin(func, t0, t1);
-    put32(count); put16(static_cast<uint16_t>(dt)); put32(dest); put32(tag); put16(static_cast<uint16_t>(comm));
+    put32(count);
+    put16(static_cast<uint16_t>(dt));
+    put32(dest);
+    put32(tag);
+    put16(static_cast<uint16_t>(comm));
   }
-  void isend(int64_t t0, int64_t t1, int32_t count, int32_t dt, int32_t dest, int32_t tag, int32_t req, int32_t comm = kCommWorld) {
+  void isend(int64_t t0, int64_t t1, int32_t count, int32_t dt, int32_t dest, int32_t tag, int32_t req,
+             int32_t comm = kCommWorld) {
     send_like(fid::Isend, t0, t1, count, dt, dest, tag, comm);
     put32(req);
   }
-  void irecv(int64_t t0, int64_t t1, int32_t count, int32_t dt, int32_t src, int32_t tag, int32_t req, int32_t comm = kCommWorld) {
+  void irecv(int64_t t0, int64_t t1, int32_t count, int32_t dt, int32_t src, int32_t tag, int32_t req,
+             int32_t comm = kCommWorld) {
     send_like(fid::Irecv, t0, t1, count, dt, src, tag, comm);
     put32(req);
   }
-  void recv(int64_t t0, int64_t t1, int32_t count, int32_t dt, int32_t src, int32_t tag, const std::vector<Status>& st) {
+  void recv(int64_t t0, int64_t t1, int32_t count, int32_t dt, int32_t src, int32_t tag,
+            const std::vector<Status>& st) {
     send_like(fid::Recv, t0, t1, count, dt, src, tag);
     status_list(st);
   }
@@ -98,10 +112,16 @@ class DumpiWriter {
     int_array(reqs);
     status_list(st);
   }
-  void barrier(int64_t t0, int64_t t1) { begin(fid::Barrier, t0, t1); put16(kCommWorld); }
+  void barrier(int64_t t0, int64_t t1) {
+    begin(fid::Barrier, t0, t1);
+    put16(kCommWorld);
+  }
   void allreduce(int64_t t0, int64_t t1, int32_t count, int32_t dt) {
     begin(fid::Allreduce, t0, t1);
-    put32(count); put16(static_cast<uint16_t>(dt)); put8(3); put16(kCommWorld);
+    put32(count);
+    put16(static_cast<uint16_t>(dt));
+    put8(3);
+    put16(kCommWorld);
   }
 
   // Finishes the file: end label, header, footer, datatype sizes, index.
@@ -136,9 +156,18 @@ class DumpiWriter {
   }
 
   void put8(uint8_t v) { buf_.push_back(v); }
-  void put16(uint16_t v) { put8(static_cast<uint8_t>(v >> 8)); put8(static_cast<uint8_t>(v)); }
-  void put32(uint32_t v) { put16(static_cast<uint16_t>(v >> 16)); put16(static_cast<uint16_t>(v)); }
-  void put64(uint64_t v) { put32(static_cast<uint32_t>(v >> 32)); put32(static_cast<uint32_t>(v)); }
+  void put16(uint16_t v) {
+    put8(static_cast<uint8_t>(v >> 8));
+    put8(static_cast<uint8_t>(v));
+  }
+  void put32(uint32_t v) {
+    put16(static_cast<uint16_t>(v >> 16));
+    put16(static_cast<uint16_t>(v));
+  }
+  void put64(uint64_t v) {
+    put32(static_cast<uint32_t>(v >> 32));
+    put32(static_cast<uint32_t>(v));
+  }
   void put_string(const std::string& s) {
     put16(static_cast<uint16_t>(s.size()));
     for (char c : s) put8(static_cast<uint8_t>(c));
@@ -177,8 +206,7 @@ struct TempDir {
     std::error_code ec;
     std::filesystem::path base = std::filesystem::is_directory("/dev/shm", ec) ? std::filesystem::path("/dev/shm")
                                                                                : std::filesystem::temp_directory_path();
-    path = base /
-           ("gpucomm-trace-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    path = base / ("gpucomm-trace-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
     std::filesystem::remove_all(path);
     std::filesystem::create_directories(path);
   }

@@ -5,8 +5,10 @@
 namespace gpucomm::trace::testing {
 
 inline constexpr int64_t kBase = 1000LL * 1000000000LL;  // 1000 s: the writers' wall offset
-inline constexpr int64_t us(int64_t v) { return kBase + v * 1000; }
-inline constexpr int32_t kInt = 9, kDouble = 14;          // datatype handles (sizes 4 and 8)
+inline constexpr int64_t us(int64_t v) {
+  return kBase + v * 1000;
+}
+inline constexpr int32_t kInt = 9, kDouble = 14;  // datatype handles (sizes 4 and 8)
 
 // Scenario A. Rank 1 posts a receive for tag 6 first; rank 0 then sends tags 5 and 6; rank 1
 // finally posts an MPI_ANY_SOURCE receive for tag 5 and learns the source from Waitall.

@@ -171,7 +171,8 @@ TEST(AsciiReader, FuzzedTextNeverCrashes) {
   const std::string clean =
       "MPI_Waitall entering at walltime 1000.000152000, cputime 0.000000000 seconds in thread 0.\n"
       "int count=2\nMPI_Request requests[2]=[20, 21]\n"
-      "MPI_Status statuses[2]=[{bytes=16, cancelled=0, source=0, tag=6, error=0}, {bytes=16, cancelled=0, source=0, tag=5, error=0}]\n"
+      "MPI_Status statuses[2]=[{bytes=16, cancelled=0, source=0, tag=6, error=0}, {bytes=16, cancelled=0, source=0, "
+      "tag=5, error=0}]\n"
       "MPI_Waitall returning at walltime 1000.000160000, cputime 0.000000000 seconds in thread 0.\n"
       "MPI_Irecv entering at walltime 1000.000170000, cputime 0.000000000 seconds in thread 0.\n"
       "int count=4\nMPI_Datatype datatype=9 (MPI_INT)\nint source=-1 (MPI_ANY_SOURCE)\nint tag=5\n"
@@ -185,9 +186,15 @@ TEST(AsciiReader, FuzzedTextNeverCrashes) {
     for (int k = 0; k < edits; ++k) {
       size_t at = rng() % d.size();
       switch (rng() % 3) {
-        case 0: d[at] = static_cast<char>(rng()); break;
-        case 1: d.erase(at, 1 + rng() % 20); break;
-        default: d.insert(at, 1, "=[{,}] -0123456789\n"[rng() % 20]); break;
+        case 0:
+          d[at] = static_cast<char>(rng());
+          break;
+        case 1:
+          d.erase(at, 1 + rng() % 20);
+          break;
+        default:
+          d.insert(at, 1, "=[{,}] -0123456789\n"[rng() % 20]);
+          break;
       }
       if (d.empty()) d = "x";
     }
@@ -254,34 +261,44 @@ TEST(TraceSet, BadPathsAreExplained) {
 void write_ascii_scenario_a(const fs::path& dir) {
   auto stamp = [](int64_t t) {
     char b[64];
-    std::snprintf(b, sizeof b, "%lld.%09lld", static_cast<long long>(t / 1000000000), static_cast<long long>(t % 1000000000));
+    std::snprintf(b, sizeof b, "%lld.%09lld", static_cast<long long>(t / 1000000000),
+                  static_cast<long long>(t % 1000000000));
     return std::string(b);
   };
   auto call = [&](std::ostream& os, const std::string& fn, int64_t t0, int64_t t1, const std::string& args) {
-    os << fn << " entering at walltime " << stamp(t0) << ", cputime 0.000000000 seconds in thread 0.\n" << args << fn
-       << " returning at walltime " << stamp(t1) << ", cputime 0.000000000 seconds in thread 0.\n";
+    os << fn << " entering at walltime " << stamp(t0) << ", cputime 0.000000000 seconds in thread 0.\n"
+       << args << fn << " returning at walltime " << stamp(t1) << ", cputime 0.000000000 seconds in thread 0.\n";
   };
   std::ofstream r0(dir / "a-0000.txt"), r1(dir / "a-0001.txt");
   call(r0, "MPI_Init", us(0), us(10), "int argc=1\nstring argv[1]=[\"prog\"]\n");
   call(r0, "MPI_Comm_size", us(20), us(21), "MPI_Comm comm=2 (MPI_COMM_WORLD)\nint size=2\n");
   call(r0, "MPI_Isend", us(100), us(101),
-       "int count=4\nMPI_Datatype datatype=9 (MPI_INT)\nint dest=1\nint tag=5\nMPI_Comm comm=2 (MPI_COMM_WORLD)\nMPI_Request request=[10]\n");
+       "int count=4\nMPI_Datatype datatype=9 (MPI_INT)\nint dest=1\nint tag=5\nMPI_Comm comm=2 "
+       "(MPI_COMM_WORLD)\nMPI_Request request=[10]\n");
   call(r0, "MPI_Isend", us(102), us(103),
-       "int count=2\nMPI_Datatype datatype=14 (MPI_DOUBLE)\nint dest=1\nint tag=6\nMPI_Comm comm=2 (MPI_COMM_WORLD)\nMPI_Request request=[10]\n");
+       "int count=2\nMPI_Datatype datatype=14 (MPI_DOUBLE)\nint dest=1\nint tag=6\nMPI_Comm comm=2 "
+       "(MPI_COMM_WORLD)\nMPI_Request request=[10]\n");
   call(r0, "MPI_Send", us(104), us(105),
-       "int count=8\nMPI_Datatype datatype=9 (MPI_INT)\nint dest=-2 (MPI_ROOT)\nint tag=7\nMPI_Comm comm=2 (MPI_COMM_WORLD)\n");
-  call(r0, "MPI_Waitall", us(106), us(110), "int count=2\nMPI_Request requests[2]=[10, 10]\nMPI_Status statuses[2]=<IGNORED>\n");
-  call(r0, "MPI_Allreduce", us(120), us(130), "int count=3\nMPI_Datatype datatype=14 (MPI_DOUBLE)\nMPI_Op op=3 (MPI_SUM)\nMPI_Comm comm=2 (MPI_COMM_WORLD)\n");
+       "int count=8\nMPI_Datatype datatype=9 (MPI_INT)\nint dest=-2 (MPI_ROOT)\nint tag=7\nMPI_Comm comm=2 "
+       "(MPI_COMM_WORLD)\n");
+  call(r0, "MPI_Waitall", us(106), us(110),
+       "int count=2\nMPI_Request requests[2]=[10, 10]\nMPI_Status statuses[2]=<IGNORED>\n");
+  call(r0, "MPI_Allreduce", us(120), us(130),
+       "int count=3\nMPI_Datatype datatype=14 (MPI_DOUBLE)\nMPI_Op op=3 (MPI_SUM)\nMPI_Comm comm=2 (MPI_COMM_WORLD)\n");
   call(r0, "MPI_Finalize", us(200), us(210), "");
   call(r1, "MPI_Init", us(0), us(10), "int argc=1\nstring argv[1]=[\"prog\"]\n");
   call(r1, "MPI_Irecv", us(50), us(51),
-       "int count=2\nMPI_Datatype datatype=14 (MPI_DOUBLE)\nint source=0\nint tag=6\nMPI_Comm comm=2 (MPI_COMM_WORLD)\nMPI_Request request=[20]\n");
+       "int count=2\nMPI_Datatype datatype=14 (MPI_DOUBLE)\nint source=0\nint tag=6\nMPI_Comm comm=2 "
+       "(MPI_COMM_WORLD)\nMPI_Request request=[20]\n");
   call(r1, "MPI_Irecv", us(150), us(151),
-       "int count=4\nMPI_Datatype datatype=9 (MPI_INT)\nint source=-1 (MPI_ANY_SOURCE)\nint tag=5\nMPI_Comm comm=2 (MPI_COMM_WORLD)\nMPI_Request request=[21]\n");
+       "int count=4\nMPI_Datatype datatype=9 (MPI_INT)\nint source=-1 (MPI_ANY_SOURCE)\nint tag=5\nMPI_Comm comm=2 "
+       "(MPI_COMM_WORLD)\nMPI_Request request=[21]\n");
   call(r1, "MPI_Waitall", us(152), us(160),
-       "int count=2\nMPI_Request requests[2]=[20, 21]\nMPI_Status statuses[2]=[{bytes=16, cancelled=0, source=0, tag=6, error=0}, "
+       "int count=2\nMPI_Request requests[2]=[20, 21]\nMPI_Status statuses[2]=[{bytes=16, cancelled=0, source=0, "
+       "tag=6, error=0}, "
        "{bytes=16, cancelled=0, source=0, tag=5, error=0}]\n");
-  call(r1, "MPI_Allreduce", us(165), us(170), "int count=3\nMPI_Datatype datatype=14 (MPI_DOUBLE)\nMPI_Op op=3 (MPI_SUM)\nMPI_Comm comm=2 (MPI_COMM_WORLD)\n");
+  call(r1, "MPI_Allreduce", us(165), us(170),
+       "int count=3\nMPI_Datatype datatype=14 (MPI_DOUBLE)\nMPI_Op op=3 (MPI_SUM)\nMPI_Comm comm=2 (MPI_COMM_WORLD)\n");
   call(r1, "MPI_Finalize", us(200), us(210), "");
 }
 
@@ -361,7 +378,8 @@ TEST(DumpiReader, ThroughputOnOneCore) {
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double mbs = double(bytes) / 1e6 / s;
   RecordProperty("mb_per_s", std::to_string(mbs));
-  std::printf("read %llu records, %.1f MB in %.3f s: %.1f MB/s\n", static_cast<unsigned long long>(n), double(bytes) / 1e6, s, mbs);
+  std::printf("read %llu records, %.1f MB in %.3f s: %.1f MB/s\n", static_cast<unsigned long long>(n),
+              double(bytes) / 1e6, s, mbs);
 #if defined(NDEBUG) && !defined(__SANITIZE_ADDRESS__)
   EXPECT_GT(mbs, 50.0);
 #endif

@@ -114,9 +114,11 @@ TEST_P(SharedTrace, MatchesReadme) {
   }
   EXPECT_EQ(rows, a.ranks.size());
 
-  static const std::regex detail(R"(- rank (\d+): sends ([^;]*); recvs ([^;]*); send peers (\[[^\]]*\]); recv peers (\[[^\]]*\]); tags (\[[^\]]*\]))");
+  static const std::regex detail(
+      R"(- rank (\d+): sends ([^;]*); recvs ([^;]*); send peers (\[[^\]]*\]); recv peers (\[[^\]]*\]); tags (\[[^\]]*\]))");
   size_t details = 0;
-  for (auto it = std::sregex_iterator(readme.begin(), readme.end(), detail); it != std::sregex_iterator(); ++it, ++details) {
+  for (auto it = std::sregex_iterator(readme.begin(), readme.end(), detail); it != std::sregex_iterator();
+       ++it, ++details) {
     const std::smatch& r = *it;
     const RankMetrics& k = a.ranks[std::stoi(r[1])];
     SCOPED_TRACE("rank " + r[1].str());

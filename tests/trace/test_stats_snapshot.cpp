@@ -18,10 +18,10 @@ TEST(CountHistogram, QuantilesMatchPythonStatistics) {
   EXPECT_EQ(s.n, 6u);
   EXPECT_EQ(s.min, 8);
   EXPECT_EQ(s.max, 3888);
-  EXPECT_EQ(s.median, 1536);           // (1536 + 1536) / 2
+  EXPECT_EQ(s.median, 1536);  // (1536 + 1536) / 2
   h.add(5);
   h.add(7);
-  EXPECT_EQ(h.summary().median, 984);  // even count: mean of 432 and 1536
+  EXPECT_EQ(h.summary().median, 984);        // even count: mean of 432 and 1536
   EXPECT_DOUBLE_EQ(h.quantile(0.25), 7.75);  // numpy: 7 + 0.75 * (8 - 7)
   auto bins = h.log2_bins();
   ASSERT_FALSE(bins.empty());

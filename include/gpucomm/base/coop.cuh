@@ -19,21 +19,43 @@ struct Block {};
 __device__ __forceinline__ uint32_t linear_thread_index() {
   return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
 }
-__device__ __forceinline__ uint32_t lane_id() { return linear_thread_index() & 31u; }
-__device__ __forceinline__ uint32_t warp_id() { return linear_thread_index() >> 5; }
-__device__ __forceinline__ uint32_t lanemask_lt() { return (1u << lane_id()) - 1u; }
+__device__ __forceinline__ uint32_t lane_id() {
+  return linear_thread_index() & 31u;
+}
+__device__ __forceinline__ uint32_t warp_id() {
+  return linear_thread_index() >> 5;
+}
+__device__ __forceinline__ uint32_t lanemask_lt() {
+  return (1u << lane_id()) - 1u;
+}
 
-__device__ __forceinline__ uint32_t thread_rank(Thread) { return 0; }
-__device__ __forceinline__ uint32_t thread_rank(Warp) { return lane_id(); }
-__device__ __forceinline__ uint32_t thread_rank(Block) { return linear_thread_index(); }
+__device__ __forceinline__ uint32_t thread_rank(Thread) {
+  return 0;
+}
+__device__ __forceinline__ uint32_t thread_rank(Warp) {
+  return lane_id();
+}
+__device__ __forceinline__ uint32_t thread_rank(Block) {
+  return linear_thread_index();
+}
 
-__device__ __forceinline__ uint32_t size(Thread) { return 1; }
-__device__ __forceinline__ uint32_t size(Warp) { return 32; }
-__device__ __forceinline__ uint32_t size(Block) { return blockDim.x * blockDim.y * blockDim.z; }
+__device__ __forceinline__ uint32_t size(Thread) {
+  return 1;
+}
+__device__ __forceinline__ uint32_t size(Warp) {
+  return 32;
+}
+__device__ __forceinline__ uint32_t size(Block) {
+  return blockDim.x * blockDim.y * blockDim.z;
+}
 
 __device__ __forceinline__ void sync(Thread) {}
-__device__ __forceinline__ void sync(Warp) { __syncwarp(); }
-__device__ __forceinline__ void sync(Block) { __syncthreads(); }
+__device__ __forceinline__ void sync(Warp) {
+  __syncwarp();
+}
+__device__ __forceinline__ void sync(Block) {
+  __syncthreads();
+}
 #endif
 
 }  // namespace gpucomm::coop

@@ -27,7 +27,9 @@ __device__ inline T broadcast(coop::Block b, T v) {
   return out;
 }
 
-__device__ inline bool leader(coop::Thread) { return true; }
+__device__ inline bool leader(coop::Thread) {
+  return true;
+}
 template <class Coop>
 __device__ inline bool leader(Coop c) {
   return coop::thread_rank(c) == 0;

@@ -101,10 +101,10 @@ inline constexpr int kMaxBarrierRounds = 32;
 struct DeviceControl {
   static constexpr int kMaxPes = 1024;  // master barrier arrivals
   static constexpr int kMaxRounds = kMaxBarrierRounds;
-  uint64_t master_epoch;                   // barriers of the master kind this PE entered
+  uint64_t master_epoch;  // barriers of the master kind this PE entered
   uint64_t reserved[15];
-  alignas(128) uint64_t release;           // master barrier: epoch released by PE 0
-  alignas(128) uint64_t arrive[kMaxPes];   // master barrier (on PE 0): epoch each PE arrived at
+  alignas(128) uint64_t release;          // master barrier: epoch released by PE 0
+  alignas(128) uint64_t arrive[kMaxPes];  // master barrier (on PE 0): epoch each PE arrived at
   // Team dissemination barriers (the world's is slot 0): barriers of each team this PE entered,
   // and the notifications received per team and round.
   alignas(128) uint64_t team_epoch[kMaxTeams];
@@ -122,23 +122,23 @@ struct DeviceHandle {
   uint16_t bytes;    // sizeof(DeviceHandle)
   int32_t rank;
   int32_t size;
-  char* heap_base;          // this PE's user part (the symmetric addresses)
+  char* heap_base;  // this PE's user part (the symmetric addresses)
   uint64_t heap_size;
   char* const* peer_bases;  // device array [size]: each PE's user part as mapped here, or nullptr
   DeviceDiag* diag;         // host-mapped, for failures
   // Host-mapped word, 0 while the job is healthy; the runtime stores the failed PE's rank + 1
   // when the job fails, and every device wait polls it with its timeout check. May be null.
   const uint32_t* job_state;
-  uint64_t timeout_ns;      // 0: waits never time out
+  uint64_t timeout_ns;  // 0: waits never time out
   // Proxy routing (gpucomm/proxy): one-sided operations to a PE go through a descriptor queue
   // instead of loads and stores when the transport is forced to a proxy (proxy-cpu, proxy-gpu,
   // ucx), or, with `automatic`, when the PE is not mapped here. The queue is picked by block (or
   // by warp): queues[index % num_queues].
   TransportKind transport;
-  uint32_t num_queues;      // 0 when no proxy serves this PE (every operation goes direct)
-  proxy::QueueView* queues; // device array [num_queues]
-  uint32_t queue_per_warp;  // 1: one queue per warp instead of one per block
-  uint32_t flags;           // kHandleSetSignalsOnly, ...
+  uint32_t num_queues;       // 0 when no proxy serves this PE (every operation goes direct)
+  proxy::QueueView* queues;  // device array [num_queues]
+  uint32_t queue_per_warp;   // 1: one queue per warp instead of one per block
+  uint32_t flags;            // kHandleSetSignalsOnly, ...
 };
 
 // Some PE is reached by a path without remote atomics (UCX over TCP to a heap in device memory):
@@ -155,7 +155,7 @@ struct TeamHandle {
   uint16_t bytes;    // sizeof(TeamHandle)
   int32_t slot;      // 0 .. kMaxTeams-1
   int32_t size;
-  int32_t rank;      // this PE's index in the team
+  int32_t rank;  // this PE's index in the team
   int32_t start;
   int32_t stride;
   int32_t reserved;

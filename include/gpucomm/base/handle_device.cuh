@@ -19,8 +19,9 @@ __device__ inline bool in_heap(const DeviceHandle& h, const void* p, size_t n) {
 
 // Records the failure (the first failing thread of this PE wins) and stops the kernel. The host
 // reads the record after the launch fails (Runtime::check_device).
-__device__ __noinline__ inline void fail(const DeviceHandle& h, DeviceFault fault, DeviceOp op, int peer, const void* addr, Cmp cmp,
-                                         uint64_t expected, uint64_t seen, uint64_t elapsed_ns, uint32_t queue = 0) {
+__device__ __noinline__ inline void fail(const DeviceHandle& h, DeviceFault fault, DeviceOp op, int peer,
+                                         const void* addr, Cmp cmp, uint64_t expected, uint64_t seen,
+                                         uint64_t elapsed_ns, uint32_t queue = 0) {
   DeviceDiag* d = h.diag;
   if (d && mem::compare_exchange<mem::kSystem>(&d->state, DeviceDiag::kEmpty, DeviceDiag::kWriting, mem::relaxed) ==
                DeviceDiag::kEmpty) {
@@ -31,7 +32,8 @@ __device__ __noinline__ inline void fail(const DeviceHandle& h, DeviceFault faul
     d->peer = peer;
     const bool heap = addr != nullptr && in_heap(h, addr, 0);
     d->in_heap = heap ? 1u : 0u;
-    d->offset = heap ? static_cast<uint64_t>(static_cast<const char*>(addr) - h.heap_base) : reinterpret_cast<uint64_t>(addr);
+    d->offset =
+        heap ? static_cast<uint64_t>(static_cast<const char*>(addr) - h.heap_base) : reinterpret_cast<uint64_t>(addr);
     d->expected = expected;
     d->seen = seen;
     d->elapsed_ns = elapsed_ns;
@@ -53,7 +55,8 @@ __device__ inline void check_handle(const DeviceHandle& h, DeviceOp op) {
   if (h.version != kHandleVersion)
     fail(h, DeviceFault::bad_handle, op, -1, reinterpret_cast<const void*>(1), Cmp::eq, kHandleVersion, h.version, 0);
   if (h.bytes != sizeof(DeviceHandle))
-    fail(h, DeviceFault::bad_handle, op, -1, reinterpret_cast<const void*>(2), Cmp::eq, sizeof(DeviceHandle), h.bytes, 0);
+    fail(h, DeviceFault::bad_handle, op, -1, reinterpret_cast<const void*>(2), Cmp::eq, sizeof(DeviceHandle), h.bytes,
+         0);
 #else
   (void)h, (void)op;
 #endif
@@ -68,7 +71,8 @@ __device__ inline void check_team(const DeviceHandle& h, const TeamHandle& t, De
     fail(h, DeviceFault::bad_handle, op, -1, reinterpret_cast<const void*>(2), Cmp::eq, sizeof(TeamHandle), t.bytes, 0);
   if (static_cast<unsigned>(t.slot) >= static_cast<unsigned>(kMaxTeams) || t.size < 1 || t.size > h.size ||
       static_cast<unsigned>(t.rank) >= static_cast<unsigned>(t.size))
-    fail(h, DeviceFault::bad_argument, op, -1, nullptr, Cmp::lt, static_cast<uint64_t>(t.rank), static_cast<uint64_t>(t.size), 0);
+    fail(h, DeviceFault::bad_argument, op, -1, nullptr, Cmp::lt, static_cast<uint64_t>(t.rank),
+         static_cast<uint64_t>(t.size), 0);
 #else
   (void)h, (void)t, (void)op;
 #endif
@@ -84,12 +88,14 @@ __device__ __forceinline__ uint32_t job_failed(const DeviceHandle& h) {
 // reading it over PCIe slow down everything sharing their SMs, so callers read it at a lower
 // cadence than the clock), or with a timeout record past the handle's limit. `start` is the
 // wait's first poll.
-__device__ inline void wait_check(const DeviceHandle& h, uint64_t start, DeviceOp op, int peer, const void* addr, Cmp cmp,
-                                  uint64_t expected, uint64_t seen, uint32_t queue = 0, bool check_job = true) {
+__device__ inline void wait_check(const DeviceHandle& h, uint64_t start, DeviceOp op, int peer, const void* addr,
+                                  Cmp cmp, uint64_t expected, uint64_t seen, uint32_t queue = 0,
+                                  bool check_job = true) {
   const uint64_t waited = mem::globaltimer() - start;
   if (const uint32_t f = check_job ? job_failed(h) : 0u)
     fail(h, DeviceFault::aborted, op, peer, addr, cmp, expected, static_cast<uint64_t>(f - 1), waited, queue);
-  if (h.timeout_ns != 0 && waited > h.timeout_ns) fail(h, DeviceFault::timeout, op, peer, addr, cmp, expected, seen, waited, queue);
+  if (h.timeout_ns != 0 && waited > h.timeout_ns)
+    fail(h, DeviceFault::timeout, op, peer, addr, cmp, expected, seen, waited, queue);
 }
 
 // Spins until `*addr cmp value` (acquire at scope S); returns the value seen. Fails with a record
@@ -103,7 +109,8 @@ __device__ inline T wait(const DeviceHandle& h, const T* addr, Cmp cmp, T value,
     seen = mem::load<S>(addr, mem::acquire);
     if (compare(seen, cmp, value)) return seen;
     if ((i & 1023u) == 0)
-      wait_check(h, start, op, peer, addr, cmp, static_cast<uint64_t>(value), static_cast<uint64_t>(seen), 0, (i & 8191u) == 0);
+      wait_check(h, start, op, peer, addr, cmp, static_cast<uint64_t>(value), static_cast<uint64_t>(seen), 0,
+                 (i & 8191u) == 0);
   }
 }
 

@@ -112,11 +112,14 @@ __device__ __forceinline__ void fence(Order o) {
 #if defined(__CUDA_ARCH__)
 #define GPUCOMM_RED_(sem, scope, op, p, v) \
   asm volatile("red." sem "." scope ".global." op ".u64 [%0], %1;" ::"l"(p), "l"(v) : "memory")
-#define GPUCOMM_RED_SCOPES_(sem, op, p, v)                     \
-  do {                                                         \
-    if constexpr (S == kSystem) GPUCOMM_RED_(sem, "sys", op, p, v); \
-    else if constexpr (S == kDevice) GPUCOMM_RED_(sem, "gpu", op, p, v); \
-    else GPUCOMM_RED_(sem, "cta", op, p, v);                   \
+#define GPUCOMM_RED_SCOPES_(sem, op, p, v) \
+  do {                                     \
+    if constexpr (S == kSystem)            \
+      GPUCOMM_RED_(sem, "sys", op, p, v);  \
+    else if constexpr (S == kDevice)       \
+      GPUCOMM_RED_(sem, "gpu", op, p, v);  \
+    else                                   \
+      GPUCOMM_RED_(sem, "cta", op, p, v);  \
   } while (0)
 #endif
 
@@ -175,22 +178,31 @@ __device__ __forceinline__ void signal(uint64_t* p, SignalOp op, uint64_t v) {
 template <Scope S, class T>
 __device__ inline T apply_atomic(T* p, AtomicOp op, T operand, T compare, Order o) {
   switch (op) {
-    case AtomicOp::fetch: return load<S>(p, o == release || o == acq_rel ? acquire : o);
+    case AtomicOp::fetch:
+      return load<S>(p, o == release || o == acq_rel ? acquire : o);
     case AtomicOp::set:
-    case AtomicOp::swap: return exchange<S>(p, operand, o);
-    case AtomicOp::fetch_add: return fetch_add<S>(p, operand, o);
-    case AtomicOp::compare_swap: return compare_exchange<S>(p, compare, operand, o);
-    case AtomicOp::fetch_and: return fetch_and<S>(p, operand, o);
-    case AtomicOp::fetch_or: return fetch_or<S>(p, operand, o);
-    case AtomicOp::fetch_xor: return fetch_xor<S>(p, operand, o);
+    case AtomicOp::swap:
+      return exchange<S>(p, operand, o);
+    case AtomicOp::fetch_add:
+      return fetch_add<S>(p, operand, o);
+    case AtomicOp::compare_swap:
+      return compare_exchange<S>(p, compare, operand, o);
+    case AtomicOp::fetch_and:
+      return fetch_and<S>(p, operand, o);
+    case AtomicOp::fetch_or:
+      return fetch_or<S>(p, operand, o);
+    case AtomicOp::fetch_xor:
+      return fetch_xor<S>(p, operand, o);
   }
   return T(0);
 }
 // The same on a word of `width` bytes (4 or 8), zero-extended.
 template <Scope S>
-__device__ inline uint64_t apply_atomic(void* p, unsigned width, AtomicOp op, uint64_t operand, uint64_t compare, Order o) {
+__device__ inline uint64_t apply_atomic(void* p, unsigned width, AtomicOp op, uint64_t operand, uint64_t compare,
+                                        Order o) {
   if (width == 4)
-    return apply_atomic<S>(static_cast<uint32_t*>(p), op, static_cast<uint32_t>(operand), static_cast<uint32_t>(compare), o);
+    return apply_atomic<S>(static_cast<uint32_t*>(p), op, static_cast<uint32_t>(operand),
+                           static_cast<uint32_t>(compare), o);
   return apply_atomic<S>(static_cast<uint64_t*>(p), op, operand, compare, o);
 }
 

@@ -35,14 +35,22 @@ inline T host_apply_atomic(T* p, AtomicOp op, T operand, T compare) {
   std::atomic_ref<T> w(*p);
   constexpr auto ar = std::memory_order_acq_rel;
   switch (op) {
-    case AtomicOp::fetch: return w.load(std::memory_order_acquire);
+    case AtomicOp::fetch:
+      return w.load(std::memory_order_acquire);
     case AtomicOp::set:
-    case AtomicOp::swap: return w.exchange(operand, ar);
-    case AtomicOp::fetch_add: return w.fetch_add(operand, ar);
-    case AtomicOp::compare_swap: w.compare_exchange_strong(compare, operand, ar, std::memory_order_acquire); return compare;
-    case AtomicOp::fetch_and: return w.fetch_and(operand, ar);
-    case AtomicOp::fetch_or: return w.fetch_or(operand, ar);
-    case AtomicOp::fetch_xor: return w.fetch_xor(operand, ar);
+    case AtomicOp::swap:
+      return w.exchange(operand, ar);
+    case AtomicOp::fetch_add:
+      return w.fetch_add(operand, ar);
+    case AtomicOp::compare_swap:
+      w.compare_exchange_strong(compare, operand, ar, std::memory_order_acquire);
+      return compare;
+    case AtomicOp::fetch_and:
+      return w.fetch_and(operand, ar);
+    case AtomicOp::fetch_or:
+      return w.fetch_or(operand, ar);
+    case AtomicOp::fetch_xor:
+      return w.fetch_xor(operand, ar);
   }
   return T(0);
 }
@@ -50,7 +58,8 @@ inline T host_apply_atomic(T* p, AtomicOp op, T operand, T compare) {
 // host path: host copies, the host API of host-memory PEs, UCX's active-message atomics.
 inline uint64_t host_apply_atomic(void* p, unsigned width, AtomicOp op, uint64_t operand, uint64_t compare) {
   if (width == 4)
-    return host_apply_atomic<uint32_t>(static_cast<uint32_t*>(p), op, static_cast<uint32_t>(operand), static_cast<uint32_t>(compare));
+    return host_apply_atomic<uint32_t>(static_cast<uint32_t*>(p), op, static_cast<uint32_t>(operand),
+                                       static_cast<uint32_t>(compare));
   return host_apply_atomic<uint64_t>(static_cast<uint64_t*>(p), op, operand, compare);
 }
 

@@ -8,7 +8,9 @@
 namespace gpucomm {
 
 // World rank of team member `i` (0 <= i < t.size).
-GPUCOMM_HD int team_world_rank(const TeamHandle& t, int i) { return t.stride != 0 ? t.start + i * t.stride : t.members[i]; }
+GPUCOMM_HD int team_world_rank(const TeamHandle& t, int i) {
+  return t.stride != 0 ? t.start + i * t.stride : t.members[i];
+}
 
 // Team rank of world rank `pe`, or -1 when `pe` is not a member.
 GPUCOMM_HD int team_rank_of(const TeamHandle& t, int pe) {

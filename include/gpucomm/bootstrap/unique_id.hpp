@@ -9,12 +9,12 @@
 namespace gpucomm::bootstrap {
 
 struct UniqueId {
-  std::string host;                 // numeric address the store listens on
+  std::string host;  // numeric address the store listens on
   uint16_t port = 0;
   std::array<uint8_t, 16> token{};  // random secret shared by the job's PEs
 
   std::string to_string() const;
-  std::string endpoint() const;     // HOST:PORT
+  std::string endpoint() const;  // HOST:PORT
   // Parses the text form; a malformed id raises Errc::invalid_argument naming `what`.
   static UniqueId parse(const std::string& text, const std::string& what = "unique id");
 

@@ -49,7 +49,7 @@ int process_size() noexcept;
 
 }  // namespace gpucomm
 
-#define GPUCOMM_CHECK_ARG(cond, call, arg, why)            \
-  do {                                                     \
+#define GPUCOMM_CHECK_ARG(cond, call, arg, why)              \
+  do {                                                       \
     if (!(cond)) ::gpucomm::raise_arg((call), (arg), (why)); \
   } while (0)

@@ -12,6 +12,8 @@ inline std::string hex(uint64_t v) {
   std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
   return b;
 }
-inline std::string hex(const void* p) { return hex(static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p))); }
+inline std::string hex(const void* p) {
+  return hex(static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p)));
+}
 
 }  // namespace gpucomm

@@ -16,11 +16,11 @@ bool parse_level(const std::string& text, Level* out) noexcept;
 
 }  // namespace gpucomm::log
 
-#define GPUCOMM_LOG(lvl, expr)                                             \
-  do {                                                                     \
-    if (::gpucomm::log::enabled(::gpucomm::log::Level::lvl)) {             \
-      std::ostringstream gpucomm_log_os_;                                  \
-      gpucomm_log_os_ << expr;                                             \
+#define GPUCOMM_LOG(lvl, expr)                                                  \
+  do {                                                                          \
+    if (::gpucomm::log::enabled(::gpucomm::log::Level::lvl)) {                  \
+      std::ostringstream gpucomm_log_os_;                                       \
+      gpucomm_log_os_ << expr;                                                  \
       ::gpucomm::log::write(::gpucomm::log::Level::lvl, gpucomm_log_os_.str()); \
-    }                                                                      \
+    }                                                                           \
   } while (0)

@@ -16,7 +16,8 @@ namespace gpucomm::detail {
 
 // The one implementation behind every atomic of the device API.
 template <mem::Scope S, class T>
-__device__ inline T device_atomic(const DeviceHandle& h, T* dst, AtomicOp op, T operand, T compare, int pe, bool fetch) {
+__device__ inline T device_atomic(const DeviceHandle& h, T* dst, AtomicOp op, T operand, T compare, int pe,
+                                  bool fetch) {
   static_assert(cuda::std::is_integral_v<T> && (sizeof(T) == 4 || sizeof(T) == 8),
                 "atomics work on 32- and 64-bit integers");
   if (proxy::serves(h, pe)) return proxy::routed_atomic(h, dst, op, operand, compare, pe, fetch);

@@ -63,7 +63,9 @@ __device__ inline void barrier(Coop c, const DeviceHandle& h, const TeamHandle& 
       const int to = team_world_rank(team, (team.rank + dist) % team.size);
       const int from = team_world_rank(team, ((team.rank - dist) % team.size + team.size) % team.size);
       // Round 0 follows quiet's fence; later rounds release what this PE acquired in the round before.
-      detail::notify(h, to, offsetof(DeviceControl, team_round) + sizeof(uint64_t) * (static_cast<size_t>(slot) * kMaxBarrierRounds + round),
+      detail::notify(h, to,
+                     offsetof(DeviceControl, team_round) +
+                         sizeof(uint64_t) * (static_cast<size_t>(slot) * kMaxBarrierRounds + round),
                      epoch, op, round == 0);
       detail::wait(h, &mine->team_round[slot][round], Cmp::ge, epoch, op, from);
     }
@@ -81,7 +83,8 @@ __device__ inline void barrier_master(Coop c, const DeviceHandle& h) {
   if (detail::leader(c)) epoch = detail::bump_epoch(&mine->master_epoch);
   epoch = detail::broadcast(c, epoch);
   if (h.size > DeviceControl::kMaxPes)
-    detail::fail(h, DeviceFault::bad_argument, op, -1, nullptr, Cmp::lt, static_cast<uint64_t>(h.size - 1), DeviceControl::kMaxPes, 0);
+    detail::fail(h, DeviceFault::bad_argument, op, -1, nullptr, Cmp::lt, static_cast<uint64_t>(h.size - 1),
+                 DeviceControl::kMaxPes, 0);
   const int t = static_cast<int>(coop::thread_rank(c)), n = static_cast<int>(coop::size(c));
   if (h.rank == 0) {
     for (int r = 1 + t; r < h.size; r += n) detail::wait(h, &mine->arrive[r], Cmp::ge, epoch, op, r);

@@ -13,10 +13,9 @@
 // transport, or a PE not mapped here) become descriptors in the caller's queue
 // (gpucomm/proxy/routed_device.cuh); quiet(c, h) then also waits for the queue, and the agent
 // keeps data before signal on every path.
-#include <cuda/std/type_traits>
-
 #include <cstddef>
 #include <cstdint>
+#include <cuda/std/type_traits>
 
 #include "gpucomm/base/copy_device.cuh"
 #include "gpucomm/base/handle_device.cuh"

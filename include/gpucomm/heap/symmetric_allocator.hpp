@@ -23,7 +23,7 @@ class SymmetricAllocator {
  private:
   size_t capacity_;
   size_t in_use_ = 0;
-  std::map<size_t, size_t> free_;  // offset -> length, coalesced
+  std::map<size_t, size_t> free_;                     // offset -> length, coalesced
   std::map<size_t, std::pair<size_t, size_t>> used_;  // user offset -> (range start, range length)
 };
 

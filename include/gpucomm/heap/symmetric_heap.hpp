@@ -15,8 +15,8 @@ class SymmetricHeap {
   virtual ~SymmetricHeap() = default;
   virtual MemoryKind kind() const = 0;
 
-  char* base() const { return base_; }          // this PE's region (user part)
-  size_t size() const { return size_; }          // bytes of the user part
+  char* base() const { return base_; }   // this PE's region (user part)
+  size_t size() const { return size_; }  // bytes of the user part
   int num_pes() const { return static_cast<int>(peer_bases_.size()); }
   bool contains(const void* p, size_t n) const {
     auto a = reinterpret_cast<uintptr_t>(p), b = reinterpret_cast<uintptr_t>(base_);

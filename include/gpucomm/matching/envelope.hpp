@@ -31,7 +31,9 @@ GPUCOMM_HD bool compatible(const Envelope& recv, const Envelope& msg) {
          (recv.tag == kAnyTag || recv.tag == msg.tag);
 }
 
-GPUCOMM_HD bool has_wildcard(const Envelope& recv) { return recv.src == kAnySource || recv.tag == kAnyTag; }
+GPUCOMM_HD bool has_wildcard(const Envelope& recv) {
+  return recv.src == kAnySource || recv.tag == kAnyTag;
+}
 
 GPUCOMM_HD bool same_key(const Envelope& a, const Envelope& b) {
   return a.comm == b.comm && a.src == b.src && a.tag == b.tag;

@@ -41,7 +41,6 @@ struct HashShared {
 
 namespace detail {
 
-
 inline constexpr uint32_t kEmpty = 0xffffffffu;  // slot never used
 inline constexpr uint32_t kBusy = 0xfffffffeu;   // chained: key being written
 inline constexpr uint32_t kReady = 0u;           // chained: key written
@@ -80,7 +79,8 @@ __device__ __forceinline__ uint32_t key_hash(const Envelope& e) {
 }
 __device__ __forceinline__ uint32_t key_step(const Envelope& e) {  // odd: visits every slot of a power-of-two table
   return mix32(static_cast<uint32_t>(e.tag) * 0x27d4eb2fu ^ static_cast<uint32_t>(e.src) * 0x165667b1u ^
-               static_cast<uint32_t>(e.comm)) | 1u;
+               static_cast<uint32_t>(e.comm)) |
+         1u;
 }
 __device__ __forceinline__ bool key_at(const TableView& t, uint32_t h, const Envelope& e) {
   return static_cast<int32_t>(mem::load<mem::kBlock>(&t.kc[h], mem::relaxed)) == e.comm &&
@@ -116,8 +116,8 @@ __device__ inline uint32_t chained_slot(const TableView& t, const Envelope& e, b
 
 // One phase; fills result and taken like the ordered matchers. Returns kInfo* bits.
 __device__ inline uint32_t hash_phase(const Envelope* probes, uint32_t np, const Envelope* targets, uint32_t nt,
-                                      int32_t* result, uint32_t* taken, uint32_t* sums, uint32_t* dups,
-                                      TableView t, HashStrategy strategy) {
+                                      int32_t* result, uint32_t* taken, uint32_t* sums, uint32_t* dups, TableView t,
+                                      HashStrategy strategy) {
   const uint32_t tid = threadIdx.x, nthreads = blockDim.x, lane = coop::lane_id();
   for (uint32_t h = tid; h <= t.mask; h += nthreads) {
     t.owner[h] = kEmpty;
@@ -143,8 +143,8 @@ __device__ inline uint32_t hash_phase(const Envelope* probes, uint32_t np, const
       if (lane == 0 && d) mem::fetch_add<mem::kBlock>(dups, static_cast<uint32_t>(__popc(d)), mem::relaxed);
     }
     __syncthreads();
-    strategy = *dups * 100u <= kOpenAddressingMaxMultiplicityPct * nt ? HashStrategy::double_hashing
-                                                                     : HashStrategy::chained;
+    strategy =
+        *dups * 100u <= kOpenAddressingMaxMultiplicityPct * nt ? HashStrategy::double_hashing : HashStrategy::chained;
   }
 
   if (strategy != HashStrategy::chained) {
@@ -274,11 +274,12 @@ __device__ inline void match_hash(coop::Block b, const MatchJob& job, HashShared
                                   HashStrategy strategy = HashStrategy::automatic) {
   const auto wild = [](const Envelope& e) { return has_wildcard(e); };
   const uint32_t prq_n = *job.prq_size, umq_n = *job.umq_size;
-  const bool any = detail::any_entry(b, job.prq, prq_n, s, wild) || detail::any_entry(b, job.recvs, job.n_recvs, s, wild);
+  const bool any =
+      detail::any_entry(b, job.prq, prq_n, s, wild) || detail::any_entry(b, job.recvs, job.n_recvs, s, wild);
   const uint32_t most = prq_n > umq_n + job.n_msgs ? prq_n : umq_n + job.n_msgs;
-  const bool table_ok = most <= kHashSharedTargets ||
-                        (job.table.words && job.table.slots >= 2 * most && job.table.bucket_cap >= most &&
-                         (job.table.slots & (job.table.slots - 1)) == 0);
+  const bool table_ok =
+      most <= kHashSharedTargets || (job.table.words && job.table.slots >= 2 * most && job.table.bucket_cap >= most &&
+                                     (job.table.slots & (job.table.slots - 1)) == 0);
   if (any || !table_ok) {
     if (threadIdx.x == 0) {
       mem::fetch_or<mem::kDevice>(job.status, any ? kStatusWildcard : kStatusNoTable, mem::relaxed);
@@ -289,18 +290,17 @@ __device__ inline void match_hash(coop::Block b, const MatchJob& job, HashShared
   }
   if (threadIdx.x == 0) s.info = 0;
   __syncthreads();
-  detail::run_batch(b, job, s, false, kBlockMaxTargets,
-                    [&](auto, const Envelope* p, uint32_t np, const Envelope* t, uint32_t nt, int32_t* r,
-                        uint32_t* taken) {
-                      // Shared tables are sized to the phase: clearing costs as much as the slots.
-                      uint32_t slots = 64;
-                      while (slots < 2 * nt) slots <<= 1;
-                      const detail::TableView view =
-                          nt <= kHashSharedTargets ? detail::table_view(table_smem, slots)
-                                                   : detail::table_view(job.table.words, job.table.slots);
-                      const uint32_t info = detail::hash_phase(p, np, t, nt, r, taken, s.sums, &s.dups, view, strategy);
-                      if (threadIdx.x == 0) s.info |= info;
-                    });
+  detail::run_batch(
+      b, job, s, false, kBlockMaxTargets,
+      [&](auto, const Envelope* p, uint32_t np, const Envelope* t, uint32_t nt, int32_t* r, uint32_t* taken) {
+        // Shared tables are sized to the phase: clearing costs as much as the slots.
+        uint32_t slots = 64;
+        while (slots < 2 * nt) slots <<= 1;
+        const detail::TableView view = nt <= kHashSharedTargets ? detail::table_view(table_smem, slots)
+                                                                : detail::table_view(job.table.words, job.table.slots);
+        const uint32_t info = detail::hash_phase(p, np, t, nt, r, taken, s.sums, &s.dups, view, strategy);
+        if (threadIdx.x == 0) s.info |= info;
+      });
   if (threadIdx.x == 0 && s.info) mem::fetch_or<mem::kDevice>(job.status, s.info, mem::relaxed);
   __syncthreads();
 }

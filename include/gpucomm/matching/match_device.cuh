@@ -27,8 +27,10 @@ __device__ __forceinline__ uint32_t* taken_of(Shared& s) {
 }
 template <class Shared>
 __device__ __forceinline__ uint32_t* sums_of(Shared& s) {
-  if constexpr (requires { s.sums; }) return s.sums;
-  else return nullptr;
+  if constexpr (requires { s.sums; })
+    return s.sums;
+  else
+    return nullptr;
 }
 
 // True on every thread when pred(e) holds for some entry of q[0..n).
@@ -65,17 +67,17 @@ __device__ void run_batch(Coop c, const MatchJob& job, Shared& s, bool no_unexpe
   // Phase 1: new messages against the posted receives.
   phase(std::false_type{}, job.msgs, job.n_msgs, job.prq, prq_n, res, taken);
   coop::sync(c);
-  uint32_t nm = ordered_emit(c, job.n_msgs, sums, [&](uint32_t i) { return res[i] >= 0; },
-                             [&](uint32_t i, uint32_t pos) {
-                               job.matches[pos] = Match{job.msgs[i].handle, job.prq[res[i]].handle};
-                             });
+  uint32_t nm = ordered_emit(
+      c, job.n_msgs, sums, [&](uint32_t i) { return res[i] >= 0; },
+      [&](uint32_t i, uint32_t pos) { job.matches[pos] = Match{job.msgs[i].handle, job.prq[res[i]].handle}; });
   coop::sync(c);  // matches have read their receives before compaction moves them
   prq_n = compact_untaken(c, job.prq, prq_n, taken, sums);
   const uint32_t umq_cap = job.umq_cap, umq_base = umq_n;
-  const uint32_t late = ordered_emit(c, job.n_msgs, sums, [&](uint32_t i) { return res[i] < 0; },
-                                     [&](uint32_t i, uint32_t pos) {
-                                       if (umq_base + pos < umq_cap) job.umq[umq_base + pos] = job.msgs[i];
-                                     });
+  const uint32_t late = ordered_emit(
+      c, job.n_msgs, sums, [&](uint32_t i) { return res[i] < 0; },
+      [&](uint32_t i, uint32_t pos) {
+        if (umq_base + pos < umq_cap) job.umq[umq_base + pos] = job.msgs[i];
+      });
   if (late && no_unexpected) status |= kStatusUnexpected;
   if (umq_base + late > umq_cap) {
     status |= kStatusUmqOverflow;
@@ -91,18 +93,18 @@ __device__ void run_batch(Coop c, const MatchJob& job, Shared& s, bool no_unexpe
   if (scan) {
     phase(std::true_type{}, job.recvs, job.n_recvs, job.umq, umq_n, res, taken);
     coop::sync(c);
-    nm += ordered_emit(c, job.n_recvs, sums, [&](uint32_t i) { return res[i] >= 0; },
-                       [&](uint32_t i, uint32_t pos) {
-                         job.matches[nm + pos] = Match{job.umq[res[i]].handle, job.recvs[i].handle};
-                       });
+    nm += ordered_emit(
+        c, job.n_recvs, sums, [&](uint32_t i) { return res[i] >= 0; },
+        [&](uint32_t i, uint32_t pos) { job.matches[nm + pos] = Match{job.umq[res[i]].handle, job.recvs[i].handle}; });
     coop::sync(c);
     umq_n = compact_untaken(c, job.umq, umq_n, taken, sums);
   }
   const uint32_t prq_cap = job.prq_cap, prq_base = prq_n;
-  const uint32_t waiting = ordered_emit(c, job.n_recvs, sums, [&](uint32_t i) { return !scan || res[i] < 0; },
-                                        [&](uint32_t i, uint32_t pos) {
-                                          if (prq_base + pos < prq_cap) job.prq[prq_base + pos] = job.recvs[i];
-                                        });
+  const uint32_t waiting = ordered_emit(
+      c, job.n_recvs, sums, [&](uint32_t i) { return !scan || res[i] < 0; },
+      [&](uint32_t i, uint32_t pos) {
+        if (prq_base + pos < prq_cap) job.prq[prq_base + pos] = job.recvs[i];
+      });
   if (prq_base + waiting > prq_cap) {
     status |= kStatusPrqOverflow;
     prq_n = prq_cap;
@@ -147,8 +149,9 @@ __device__ void match_no_unexpected(Coop c, const MatchJob& job, Shared& s) {
 // matches one partition and a block holds many. A job with ANY_SOURCE is left unchanged and
 // gets kStatusWildcard.
 __device__ inline void match_partitioned(coop::Warp w, const MatchJob& job, WarpMatchShared& s) {
-  const bool any = detail::any_entry(w, job.prq, *job.prq_size, s, [](const Envelope& e) { return e.src == kAnySource; }) ||
-                   detail::any_entry(w, job.recvs, job.n_recvs, s, [](const Envelope& e) { return e.src == kAnySource; });
+  const bool any =
+      detail::any_entry(w, job.prq, *job.prq_size, s, [](const Envelope& e) { return e.src == kAnySource; }) ||
+      detail::any_entry(w, job.recvs, job.n_recvs, s, [](const Envelope& e) { return e.src == kAnySource; });
   if (any) {
     if (coop::lane_id() == 0) {
       mem::fetch_or<mem::kDevice>(job.status, kStatusWildcard, mem::relaxed);

@@ -57,7 +57,9 @@ __device__ __forceinline__ Envelope shfl_envelope(const Envelope& e, int src) {
   return r;
 }
 
-__device__ __forceinline__ uint32_t low_bits(uint32_t n) { return n >= 32 ? 0xffffffffu : (1u << n) - 1u; }
+__device__ __forceinline__ uint32_t low_bits(uint32_t n) {
+  return n >= 32 ? 0xffffffffu : (1u << n) - 1u;
+}
 
 }  // namespace detail
 

@@ -26,10 +26,10 @@ struct QueueControl {
 
 template <class T, QueueScope Scope>
 struct WarpQueue {
-  T* slots;                     // capacity elements
-  unsigned long long* stamps;   // per slot: ticket + 1 once the element for that ticket is written
+  T* slots;                    // capacity elements
+  unsigned long long* stamps;  // per slot: ticket + 1 once the element for that ticket is written
   QueueControl* control;
-  uint32_t capacity;            // power of two, at most 2^31
+  uint32_t capacity;              // power of two, at most 2^31
   unsigned long long timeout_ns;  // bound on each wait inside an operation; 0: wait forever
 };
 

@@ -27,7 +27,9 @@ namespace detail {
 template <QueueScope S>
 inline constexpr mem::Scope kQueueScope = S == QueueScope::block ? mem::kBlock : mem::kDevice;
 
-__device__ __forceinline__ unsigned long long now_ns() { return mem::globaltimer(); }
+__device__ __forceinline__ unsigned long long now_ns() {
+  return mem::globaltimer();
+}
 
 __device__ __forceinline__ bool now_late(unsigned long long start, unsigned long long limit) {
   return now_ns() - start > limit;

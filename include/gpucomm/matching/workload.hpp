@@ -9,10 +9,10 @@ namespace gpucomm::matching {
 
 struct WorkloadSpec {
   uint32_t umq = 0, prq = 0, msgs = 0, recvs = 0;  // entries of each list
-  int32_t comms = 1, sources = 8, tags = 8;         // keys are drawn from these ranges
-  double any_source = 0.0;                          // share of receives with ANY_SOURCE
-  double any_tag = 0.0;                             // share of receives with ANY_TAG
-  double multiplicity = 0.0;                        // share of entries given one hot key
+  int32_t comms = 1, sources = 8, tags = 8;        // keys are drawn from these ranges
+  double any_source = 0.0;                         // share of receives with ANY_SOURCE
+  double any_tag = 0.0;                            // share of receives with ANY_TAG
+  double multiplicity = 0.0;                       // share of entries given one hot key
 };
 
 // Random lists; message handles are 0.. over umq then msgs, receive handles 0.. over prq then

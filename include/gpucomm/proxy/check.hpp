@@ -8,7 +8,6 @@
 #include "gpucomm/base/hd.hpp"
 #include "gpucomm/proxy/descriptor.hpp"
 
-
 namespace gpucomm::proxy {
 
 // Valid remote offsets on every PE: [-control_bytes, user_bytes).
@@ -35,7 +34,8 @@ GPUCOMM_HD CheckResult check_word(int64_t off, unsigned width, const HeapGeometr
 
 GPUCOMM_HD CheckResult check_descriptor(const Descriptor& d, const HeapGeometry& g) {
   if (d.opcode == Opcode::nop) return {};
-  if (static_cast<unsigned>(d.opcode) > static_cast<unsigned>(Opcode::last)) return {QueueFault::bad_opcode, Field::opcode};
+  if (static_cast<unsigned>(d.opcode) > static_cast<unsigned>(Opcode::last))
+    return {QueueFault::bad_opcode, Field::opcode};
   if (d.pe < 0 || d.pe >= g.num_pes) return {QueueFault::bad_pe, Field::pe};
   switch (d.opcode) {
     case Opcode::put:
@@ -60,7 +60,8 @@ GPUCOMM_HD CheckResult check_descriptor(const Descriptor& d, const HeapGeometry&
       if (d.width != 4 && d.width != 8) return {QueueFault::bad_size, Field::width};
       if (d.op > static_cast<uint8_t>(AtomicOp::last)) return {QueueFault::bad_opcode, Field::op};
       return check_word(d.remote, d.width, g, Field::remote);
-    default: return {};
+    default:
+      return {};
   }
 }
 

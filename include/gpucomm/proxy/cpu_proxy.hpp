@@ -13,10 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "gpucomm/core/liveness.hpp"
 #include "gpucomm/proxy/check.hpp"
 #include "gpucomm/proxy/descriptor.hpp"
-
-#include "gpucomm/core/liveness.hpp"
 
 namespace gpucomm::proxy {
 
@@ -24,19 +23,19 @@ class Executor;
 
 struct CpuProxyOptions {
   int threads = 1;
-  std::vector<int> cpus;     // thread t is pinned to cpus[t % size]; empty: see cpu_set
-  std::vector<int> cpu_set;  // with no `cpus`: every thread may run on these (empty: anywhere)
-  int64_t timeout_ms = 0;   // limit for draining at stop()
-  int rank = -1;            // for messages
+  std::vector<int> cpus;                  // thread t is pinned to cpus[t % size]; empty: see cpu_set
+  std::vector<int> cpu_set;               // with no `cpus`: every thread may run on these (empty: anywhere)
+  int64_t timeout_ms = 0;                 // limit for draining at stop()
+  int rank = -1;                          // for messages
   const JobLiveness* liveness = nullptr;  // the job; its failure stops the proxy
-  int64_t idle_sleep_us = 50;  // longest sleep of an idle thread (latency after idling)
-  int device = -1;             // CUDA device the threads make current (-1: none)
+  int64_t idle_sleep_us = 50;             // longest sleep of an idle thread (latency after idling)
+  int device = -1;                        // CUDA device the threads make current (-1: none)
 };
 
 struct CpuProxyStats {
-  uint64_t executed = 0;      // entries completed
-  double cpu_seconds = 0;     // CPU time of the proxy threads
-  double wall_seconds = 0;    // since start
+  uint64_t executed = 0;    // entries completed
+  double cpu_seconds = 0;   // CPU time of the proxy threads
+  double wall_seconds = 0;  // since start
 };
 
 class CpuProxy {
@@ -45,7 +44,8 @@ class CpuProxy {
   using ExecutorFactory = std::function<std::unique_ptr<Executor>(int thread)>;
   // `queues` are agent views (Queue::agent_view()); queue i is served by thread i % threads.
   // Starts `threads` threads (a thread without queues still progresses its executor).
-  CpuProxy(std::vector<QueueView> queues, const HeapGeometry& geometry, const ExecutorFactory& make, CpuProxyOptions opts);
+  CpuProxy(std::vector<QueueView> queues, const HeapGeometry& geometry, const ExecutorFactory& make,
+           CpuProxyOptions opts);
   ~CpuProxy();  // stop()
   CpuProxy(const CpuProxy&) = delete;
   CpuProxy& operator=(const CpuProxy&) = delete;

@@ -105,11 +105,11 @@ struct QueueView {
   uint32_t* fault_field;     // the Field that was wrong
   // GPU service agent only (null otherwise): the agent leaves when idle; a producer that finds it
   // gone after posting asks the host to start it again (see service_agent_device.cuh).
-  uint32_t* agent_state;     // device memory: 1 while the agent kernel serves
-  uint32_t* agent_wake;      // host-mapped: producers store 1 to ask for a restart
-  uint32_t capacity;         // power of two
-  uint32_t doorbell_every;   // 0: the agent polls stamps
-  Placement placement;       // of the ring
+  uint32_t* agent_state;    // device memory: 1 while the agent kernel serves
+  uint32_t* agent_wake;     // host-mapped: producers store 1 to ask for a restart
+  uint32_t capacity;        // power of two
+  uint32_t doorbell_every;  // 0: the agent polls stamps
+  Placement placement;      // of the ring
   uint32_t queue_id;
 };
 

@@ -13,10 +13,9 @@
 //   wake:   GPU agent only. Store-then-load handshake with the agent's idle exit (Dekker): the
 //           producer's stamp, fence.sc.gpu, load of `agent_state`; the agent's `agent_state = 0`,
 //           fence.sc.gpu, loads of the stamps. At least one of them sees the other's store.
-#include <cuda/std/type_traits>
-
 #include <cstddef>
 #include <cstdint>
+#include <cuda/std/type_traits>
 
 #include "gpucomm/base/coop.cuh"
 #include "gpucomm/base/handle_device.cuh"
@@ -31,7 +30,9 @@ __device__ __forceinline__ bool serves(const DeviceHandle& h, int pe) {
   return static_cast<unsigned>(pe) < static_cast<unsigned>(h.size) && h.peer_bases[pe] == nullptr;
 }
 
-__device__ __forceinline__ uint32_t block_linear() { return blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z); }
+__device__ __forceinline__ uint32_t block_linear() {
+  return blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+}
 
 // The queue of the calling thread: its block's, or its warp's.
 __device__ __forceinline__ const QueueView& queue_of(const DeviceHandle& h) {
@@ -50,8 +51,8 @@ __device__ __noinline__ inline void fail_queue(const DeviceHandle& h, const Queu
 }
 
 // Spins until `*word >= target` (acquire, system scope) while the queue is healthy.
-__device__ inline uint64_t wait_queue_word(const DeviceHandle& h, const QueueView& q, const uint64_t* word, uint64_t target, DeviceOp op,
-                                           int pe) {
+__device__ inline uint64_t wait_queue_word(const DeviceHandle& h, const QueueView& q, const uint64_t* word,
+                                           uint64_t target, DeviceOp op, int pe) {
   uint64_t seen = mem::load<mem::kSystem>(word, mem::acquire);
   if (seen >= target) return seen;
   const uint64_t start = mem::globaltimer();
@@ -72,7 +73,8 @@ __device__ inline uint64_t wait_queue_word(const DeviceHandle& h, const QueueVie
 __device__ __forceinline__ void notify_agent(const QueueView& q) {
   if (q.agent_state == nullptr) return;
   mem::fence<mem::kDevice>(mem::seq_cst);
-  if (mem::load<mem::kDevice>(q.agent_state, mem::relaxed) == 0) mem::store<mem::kSystem>(q.agent_wake, 1u, mem::relaxed);
+  if (mem::load<mem::kDevice>(q.agent_state, mem::relaxed) == 0)
+    mem::store<mem::kSystem>(q.agent_wake, 1u, mem::relaxed);
 }
 
 // Posts `d` (one thread) and returns its ticket. With `result_slot`, the entry's local address
@@ -145,7 +147,8 @@ __device__ inline void quiet_group(Coop c, const DeviceHandle& h) {
     if (h.queue_per_warp) {
       const uint32_t warps = (coop::size(c) + 31) / 32;
       const uint32_t base = block_linear() * warps;
-      for (uint32_t w = coop::thread_rank(c); w < warps; w += coop::size(c)) quiet_queue(h, h.queues[(base + w) % h.num_queues]);
+      for (uint32_t w = coop::thread_rank(c); w < warps; w += coop::size(c))
+        quiet_queue(h, h.queues[(base + w) % h.num_queues]);
       return;
     }
   }

@@ -5,16 +5,15 @@
 #include <cstdint>
 #include <string>
 
-#include "gpucomm/proxy/descriptor.hpp"
-
 #include "gpucomm/core/liveness.hpp"
+#include "gpucomm/proxy/descriptor.hpp"
 
 namespace gpucomm::proxy {
 
 struct HostWait {
-  int64_t timeout_ms = 0;                          // 0: no limit
+  int64_t timeout_ms = 0;                 // 0: no limit
   const JobLiveness* liveness = nullptr;  // job to watch (may be null)
-  int rank = -1;                                   // for messages
+  int rank = -1;                          // for messages
 };
 
 // Posts `d` (its stamp is ignored) and returns its ticket. Waits for space while the ring is

@@ -5,17 +5,16 @@
 //   blocking forms   post, then wait for the ticket's completion (src reusable, dst filled)
 //   non-blocking     post only; quiet(c, h) completes them
 //   g, fetching atomics   the result lands in the queue's result slot of the ticket
-#include <cuda/std/type_traits>
-
 #include <cstring>
+#include <cuda/std/type_traits>
 
 #include "gpucomm/proxy/queue_device.cuh"
 
 namespace gpucomm::proxy {
 
 template <class Coop>
-__device__ inline void routed_transfer(Coop c, const DeviceHandle& h, Opcode opcode, int64_t remote, const void* local, size_t bytes,
-                                       int pe, bool blocking, DeviceOp op) {
+__device__ inline void routed_transfer(Coop c, const DeviceHandle& h, Opcode opcode, int64_t remote, const void* local,
+                                       size_t bytes, int pe, bool blocking, DeviceOp op) {
   detail::publish_group(c);
   if (detail::leader(c)) {
     Descriptor d{};
@@ -32,13 +31,15 @@ __device__ inline void routed_transfer(Coop c, const DeviceHandle& h, Opcode opc
 }
 
 template <class Coop>
-__device__ inline void routed_put(Coop c, const DeviceHandle& h, void* dst, const void* src, size_t bytes, int pe, bool blocking) {
+__device__ inline void routed_put(Coop c, const DeviceHandle& h, void* dst, const void* src, size_t bytes, int pe,
+                                  bool blocking) {
   detail::check_sym(h, dst, bytes, 1, DeviceOp::put, pe);
   routed_transfer(c, h, Opcode::put, detail::heap_offset(h, dst), src, bytes, pe, blocking, DeviceOp::put);
 }
 
 template <class Coop>
-__device__ inline void routed_get(Coop c, const DeviceHandle& h, void* dst, const void* src, size_t bytes, int pe, bool blocking) {
+__device__ inline void routed_get(Coop c, const DeviceHandle& h, void* dst, const void* src, size_t bytes, int pe,
+                                  bool blocking) {
   detail::check_sym(h, src, bytes, 1, DeviceOp::get, pe);
   routed_transfer(c, h, Opcode::get, detail::heap_offset(h, src), dst, bytes, pe, blocking, DeviceOp::get);
 }
@@ -91,15 +92,15 @@ __device__ inline uint64_t routed_signal_at(const DeviceHandle& h, int64_t sig_o
 }
 
 template <class Coop>
-__device__ inline void routed_put_signal(Coop c, const DeviceHandle& h, void* dst, const void* src, size_t bytes, uint64_t* sig,
-                                         uint64_t value, SignalOp op, int pe, bool blocking) {
+__device__ inline void routed_put_signal(Coop c, const DeviceHandle& h, void* dst, const void* src, size_t bytes,
+                                         uint64_t* sig, uint64_t value, SignalOp op, int pe, bool blocking) {
   detail::check_sym(h, dst, bytes, 1, DeviceOp::put_signal, pe);
   detail::check_sym(h, sig, sizeof(uint64_t), 8, DeviceOp::put_signal, pe);
   detail::publish_group(c);
   if (detail::leader(c)) {
     // An empty payload makes it a plain signal.
-    const uint64_t t = routed_signal_at(h, detail::heap_offset(h, sig), value, op, pe, detail::heap_offset(h, dst), bytes ? src : nullptr,
-                                        bytes);
+    const uint64_t t = routed_signal_at(h, detail::heap_offset(h, sig), value, op, pe, detail::heap_offset(h, dst),
+                                        bytes ? src : nullptr, bytes);
     if (blocking) wait_ticket(h, queue_of(h), t, DeviceOp::put_signal, pe);
   }
   if (blocking) coop::sync(c);
@@ -107,7 +108,8 @@ __device__ inline void routed_put_signal(Coop c, const DeviceHandle& h, void* ds
 
 // An atomic through the queue; fetching ones wait and return the old value.
 template <class T>
-__device__ inline T routed_atomic(const DeviceHandle& h, T* dst, AtomicOp aop, T operand, T compare, int pe, bool fetch) {
+__device__ inline T routed_atomic(const DeviceHandle& h, T* dst, AtomicOp aop, T operand, T compare, int pe,
+                                  bool fetch) {
   static_assert(sizeof(T) == 4 || sizeof(T) == 8, "atomics work on 32- and 64-bit integers");
   detail::check_sym(h, dst, sizeof(T), sizeof(T), DeviceOp::atomic, pe);
   Descriptor d{};

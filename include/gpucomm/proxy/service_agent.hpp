@@ -12,19 +12,18 @@
 #include <string>
 #include <vector>
 
+#include "gpucomm/core/liveness.hpp"
 #include "gpucomm/proxy/check.hpp"
 #include "gpucomm/proxy/queue.hpp"
-
-#include "gpucomm/core/liveness.hpp"
 
 namespace gpucomm::proxy {
 
 struct ServiceAgentOptions {
-  int blocks = 1;             // agent blocks
-  int threads = 256;          // threads per block: warp w of all warps serves queues w, w + warps, ...
-  int64_t idle_us = 500;      // leave after this long without work (0: never leave)
-  int64_t timeout_ms = 0;     // limit for stop()
-  int rank = -1;              // for messages
+  int blocks = 1;          // agent blocks
+  int threads = 256;       // threads per block: warp w of all warps serves queues w, w + warps, ...
+  int64_t idle_us = 500;   // leave after this long without work (0: never leave)
+  int64_t timeout_ms = 0;  // limit for stop()
+  int rank = -1;           // for messages
   const JobLiveness* liveness = nullptr;
 };
 
@@ -32,7 +31,8 @@ class ServiceAgent {
  public:
   // Starts the agent on the current device. `queues` must have agent == Side::gpu.
   // `device_peer_bases`: device array [geometry.num_pes] of the peers' user parts mapped here.
-  ServiceAgent(std::vector<Queue*> queues, char* const* device_peer_bases, const HeapGeometry& geometry, ServiceAgentOptions opts = {});
+  ServiceAgent(std::vector<Queue*> queues, char* const* device_peer_bases, const HeapGeometry& geometry,
+               ServiceAgentOptions opts = {});
   ~ServiceAgent();  // stop()
   ServiceAgent(const ServiceAgent&) = delete;
   ServiceAgent& operator=(const ServiceAgent&) = delete;

@@ -1,7 +1,8 @@
 #pragma once
 // The GPU service agent's loop (the kernel is in src/proxy/service_agent.cu): persistent warps
 // that serve descriptor queues of GPU producers with SM copies into the peers' mapped heaps - a
-// stand-in for a GPU command processor (ComP-Net, LeBeane et al., docs/REFERENCES.md). Warp w of W serves queues w, w + W,
+// stand-in for a GPU command processor (ComP-Net, LeBeane et al., docs/REFERENCES.md). Warp w of W serves queues w, w +
+// W,
 // ... For each queue it keeps no state of its own: `completed` (written only by this warp) is
 // its next ticket.
 //   poll      lane 0 acquires the stamp of the next ticket (below the doorbell when batching)
@@ -34,12 +35,12 @@ struct ServiceAgentParams {
   int num_queues;
   char* const* peer_bases;  // device array [num_pes]: user parts mapped on this GPU (nullptr: unreachable)
   HeapGeometry geometry;
-  const uint32_t* stop;           // host-mapped: the host asks the agent to finish
-  uint64_t* executed;             // device counter of entries executed
-  uint32_t* state;                // device: 1 while serving (set to 1 by the host before each launch)
-  uint32_t* leave;                // device: warp 0's decision to exit (0 before each launch)
-  uint64_t* last_work;            // device: %globaltimer of the last entry executed
-  uint64_t idle_ns;               // 0: never leave
+  const uint32_t* stop;  // host-mapped: the host asks the agent to finish
+  uint64_t* executed;    // device counter of entries executed
+  uint32_t* state;       // device: 1 while serving (set to 1 by the host before each launch)
+  uint32_t* leave;       // device: warp 0's decision to exit (0 before each launch)
+  uint64_t* last_work;   // device: %globaltimer of the last entry executed
+  uint64_t idle_ns;      // 0: never leave
 };
 
 namespace agent_detail {
@@ -62,7 +63,8 @@ __device__ inline bool execute(const ServiceAgentParams& p, const Descriptor& d)
       detail::copy(coop::Warp{}, base + d.remote, reinterpret_cast<const void*>(d.local), d.bytes);
       if (d.opcode == Opcode::put_signal) {
         detail::publish_group(coop::Warp{});
-        if (lead) mem::signal<mem::kSystem>(reinterpret_cast<uint64_t*>(base + d.sig), static_cast<SignalOp>(d.op), d.value);
+        if (lead)
+          mem::signal<mem::kSystem>(reinterpret_cast<uint64_t*>(base + d.sig), static_cast<SignalOp>(d.op), d.value);
       }
       break;
     case Opcode::put_inline:
@@ -72,18 +74,20 @@ __device__ inline bool execute(const ServiceAgentParams& p, const Descriptor& d)
       detail::copy(coop::Warp{}, reinterpret_cast<void*>(d.local), base + d.remote, d.bytes);
       break;
     case Opcode::signal:
-      if (lead) mem::signal<mem::kSystem>(reinterpret_cast<uint64_t*>(base + d.sig), static_cast<SignalOp>(d.op), d.value);
+      if (lead)
+        mem::signal<mem::kSystem>(reinterpret_cast<uint64_t*>(base + d.sig), static_cast<SignalOp>(d.op), d.value);
       break;
     case Opcode::atomic:
       if (lead) {
-        const uint64_t old =
-            mem::apply_atomic<mem::kSystem>(base + d.remote, d.width, static_cast<AtomicOp>(d.op), d.value, d.compare, mem::acq_rel);
+        const uint64_t old = mem::apply_atomic<mem::kSystem>(base + d.remote, d.width, static_cast<AtomicOp>(d.op),
+                                                             d.value, d.compare, mem::acq_rel);
         // Read by the producer after it acquires `completed`, which is released after this store.
         if (d.local) mem::store<mem::kSystem>(reinterpret_cast<uint64_t*>(d.local), old, mem::relaxed);
       }
       break;
     case Opcode::fence:
-    case Opcode::nop: break;
+    case Opcode::nop:
+      break;
   }
   return true;
 }
@@ -151,7 +155,8 @@ __device__ inline bool any_posted(const ServiceAgentParams& p) {
     if (failed(q)) continue;
     const uint64_t t = mem::load<mem::kDevice>(q.completed, mem::relaxed);
     if (q.doorbell_every && mem::load<mem::kSystem>(q.doorbell, mem::acquire) <= t) continue;
-    if (mem::load<mem::kSystem>(&q.ring[static_cast<uint32_t>(t) & (q.capacity - 1)].stamp, mem::acquire) == t + 1) return true;
+    if (mem::load<mem::kSystem>(&q.ring[static_cast<uint32_t>(t) & (q.capacity - 1)].stamp, mem::acquire) == t + 1)
+      return true;
   }
   return false;
 }

@@ -10,9 +10,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "gpucomm/bootstrap/bootstrap.hpp"
 #include "gpucomm/base/handle.hpp"
 #include "gpucomm/base/ops.hpp"
+#include "gpucomm/bootstrap/bootstrap.hpp"
 #include "gpucomm/heap/symmetric_heap.hpp"
 #include "gpucomm/runtime/team.hpp"
 
@@ -36,8 +36,8 @@ enum class PeKind { host, gpu };
 struct RegisteredBuffer {
   void* local = nullptr;
   size_t bytes = 0;
-  std::vector<void*> peers;              // each PE's buffer as mapped here (nullptr: unreachable)
-  void* const* device_peers = nullptr;   // the same table in device memory, for kernels
+  std::vector<void*> peers;             // each PE's buffer as mapped here (nullptr: unreachable)
+  void* const* device_peers = nullptr;  // the same table in device memory, for kernels
 };
 
 struct RuntimeOptions {
@@ -58,9 +58,9 @@ struct TransportInfo {
   std::vector<std::string> routes;  // per PE: "direct", "host-copy", "copy-engine", "sm-agent", "ucx"
   std::string agent;                // "none", "cpu-proxy" or "gpu-agent"
   int proxy_threads = 0;
-  int device_queues = 0;            // queues of device-side operations
-  uint64_t executed = 0;            // entries the agent completed so far
-  double proxy_cpu_seconds = 0;     // CPU time the proxy threads used so far
+  int device_queues = 0;         // queues of device-side operations
+  uint64_t executed = 0;         // entries the agent completed so far
+  double proxy_cpu_seconds = 0;  // CPU time the proxy threads used so far
 };
 
 class Runtime {
@@ -107,7 +107,9 @@ class Runtime {
   void* aligned_alloc(size_t alignment, size_t bytes);
   void free(void* ptr);
   template <class T>
-  T* alloc(size_t count) { return static_cast<T*>(aligned_alloc(alignof(T) > 256 ? alignof(T) : 256, count * sizeof(T))); }
+  T* alloc(size_t count) {
+    return static_cast<T*>(aligned_alloc(alignof(T) > 256 ? alignof(T) : 256, count * sizeof(T)));
+  }
   // Direct address of `pe`'s copy of symmetric object `ptr`, usable for loads and stores from
   // this process (from its kernels on GPU PEs), or nullptr when `pe` is not directly reachable.
   void* ptr(const void* sym, int pe) const;
@@ -115,29 +117,56 @@ class Runtime {
   // ---- one-sided operations (host side) ----
   void put(void* dst, const void* src, size_t bytes, int pe);
   void get(void* dst, const void* src, size_t bytes, int pe);
-  template <class T> void p(T* dst, T value, int pe) { put(dst, &value, sizeof(T), pe); }
-  template <class T> T g(const T* src, int pe) { T v; get(&v, src, sizeof(T), pe); return v; }
+  template <class T>
+  void p(T* dst, T value, int pe) {
+    put(dst, &value, sizeof(T), pe);
+  }
+  template <class T>
+  T g(const T* src, int pe) {
+    T v;
+    get(&v, src, sizeof(T), pe);
+    return v;
+  }
   // Data first, then the signal: whoever sees the signal sees the data.
   void put_signal(void* dst, const void* src, size_t bytes, uint64_t* sig, uint64_t value, SignalOp op, int pe);
   void signal(uint64_t* sig, uint64_t value, SignalOp op, int pe);
   uint64_t signal_fetch(const uint64_t* sig);
   // Waits until the local symmetric word satisfies `cmp value`; returns the value seen.
   // Raises Errc::timeout (after GPUCOMM_TIMEOUT) or Errc::peer_failure with who waited for what.
-  template <class T> T wait_until(T* ivar, Cmp cmp, std::type_identity_t<T> value);
-  template <class T> bool test(T* ivar, Cmp cmp, std::type_identity_t<T> value);
+  template <class T>
+  T wait_until(T* ivar, Cmp cmp, std::type_identity_t<T> value);
+  template <class T>
+  bool test(T* ivar, Cmp cmp, std::type_identity_t<T> value);
 
   // Atomics on `pe`'s copy of a symmetric word (T: int32_t, uint32_t, int64_t, uint64_t).
-  template <class T> T atomic_fetch(const T* dst, int pe);
-  template <class T> void atomic_set(T* dst, T value, int pe);
-  template <class T> T atomic_fetch_add(T* dst, T value, int pe);
-  template <class T> void atomic_add(T* dst, T value, int pe) { atomic_fetch_add(dst, value, pe); }
-  template <class T> T atomic_fetch_inc(T* dst, int pe) { return atomic_fetch_add(dst, T(1), pe); }
-  template <class T> void atomic_inc(T* dst, int pe) { atomic_fetch_add(dst, T(1), pe); }
-  template <class T> T atomic_swap(T* dst, T value, int pe);
-  template <class T> T atomic_compare_swap(T* dst, T expected, T desired, int pe);  // returns the old value
-  template <class T> T atomic_fetch_and(T* dst, T value, int pe);
-  template <class T> T atomic_fetch_or(T* dst, T value, int pe);
-  template <class T> T atomic_fetch_xor(T* dst, T value, int pe);
+  template <class T>
+  T atomic_fetch(const T* dst, int pe);
+  template <class T>
+  void atomic_set(T* dst, T value, int pe);
+  template <class T>
+  T atomic_fetch_add(T* dst, T value, int pe);
+  template <class T>
+  void atomic_add(T* dst, T value, int pe) {
+    atomic_fetch_add(dst, value, pe);
+  }
+  template <class T>
+  T atomic_fetch_inc(T* dst, int pe) {
+    return atomic_fetch_add(dst, T(1), pe);
+  }
+  template <class T>
+  void atomic_inc(T* dst, int pe) {
+    atomic_fetch_add(dst, T(1), pe);
+  }
+  template <class T>
+  T atomic_swap(T* dst, T value, int pe);
+  template <class T>
+  T atomic_compare_swap(T* dst, T expected, T desired, int pe);  // returns the old value
+  template <class T>
+  T atomic_fetch_and(T* dst, T value, int pe);
+  template <class T>
+  T atomic_fetch_or(T* dst, T value, int pe);
+  template <class T>
+  T atomic_fetch_xor(T* dst, T value, int pe);
 
   // Orders this PE's earlier puts and signals to each PE before later ones.
   void fence();
@@ -157,7 +186,9 @@ class Runtime {
   // `team` as kernels see it (gpucomm/base/team.hpp; device::barrier(c, h, team)). On GPU
   // PEs its member table is device memory; on host-memory PEs host memory. The TeamHandle stays
   // valid while the Team lives. Versions are checked as for device_handle().
-  TeamHandle device_team(const Team& team) const { return device_team_checked(team, kHandleVersion, sizeof(TeamHandle)); }
+  TeamHandle device_team(const Team& team) const {
+    return device_team_checked(team, kHandleVersion, sizeof(TeamHandle));
+  }
   TeamHandle device_team_checked(const Team& team, uint32_t header_version, size_t header_bytes) const;
   // Raises the failure a kernel of this PE recorded (a device wait that timed out: Errc::timeout;
   // a checked-mode argument fault: Errc::invalid_argument), naming rank, operation, address,
@@ -176,8 +207,8 @@ class Runtime {
   // that time out show up at the next synchronization (then call check_device()).
   void put_on_stream(void* dst, const void* src, size_t bytes, int pe, Stream stream);
   void get_on_stream(void* dst, const void* src, size_t bytes, int pe, Stream stream);
-  void put_signal_on_stream(void* dst, const void* src, size_t bytes, uint64_t* sig, uint64_t value, SignalOp op, int pe,
-                            Stream stream);
+  void put_signal_on_stream(void* dst, const void* src, size_t bytes, uint64_t* sig, uint64_t value, SignalOp op,
+                            int pe, Stream stream);
   void signal_on_stream(uint64_t* sig, uint64_t value, SignalOp op, int pe, Stream stream);
   void wait_until_on_stream(uint64_t* sig, Cmp cmp, uint64_t value, Stream stream);
   // Barrier over all PEs (device dissemination barrier), ordered after earlier work on `stream`.
@@ -187,8 +218,9 @@ class Runtime {
   void init(const RuntimeOptions& opts);
   void finalize();
   void check_sym(const void* sym, size_t bytes, int pe, const char* op) const;  // PE and heap range
-  char* remote(const void* sym, size_t bytes, int pe, const char* op) const;      // ... and the mapping
-  template <class T> T host_atomic(AtomicOp op, const T* dst, T a, T b, int pe, const char* name);
+  char* remote(const void* sym, size_t bytes, int pe, const char* op) const;    // ... and the mapping
+  template <class T>
+  T host_atomic(AtomicOp op, const T* dst, T a, T b, int pe, const char* name);
   void check_pe(int pe, const char* op) const;
   Team make_team(int slot, std::vector<int> members);
   void reset_team_slot(Team::State& s);  // device_team.cpp
@@ -200,9 +232,11 @@ class Runtime {
   void gpu_copy(void* dst, const void* src, size_t bytes, const char* op);
   void gpu_signal(uint64_t* sig, uint64_t value, SignalOp op, int pe);
   bool gpu_all_reachable() const;
-  uint64_t gpu_atomic(AtomicOp op, unsigned width, void* dst, uint64_t operand, uint64_t compare, int pe, const char* name);
+  uint64_t gpu_atomic(AtomicOp op, unsigned width, void* dst, uint64_t operand, uint64_t compare, int pe,
+                      const char* name);
   void gpu_device_barrier(const Team& team);
-  template <class T> T gpu_wait_until(T* ivar, Cmp cmp, T value);
+  template <class T>
+  T gpu_wait_until(T* ivar, Cmp cmp, T value);
   // Proxy layer (proxy_setup.cpp, proxy_ops.cpp)
   void proxy_init(const RuntimeOptions& opts);
   void proxy_finalize();

@@ -15,11 +15,11 @@ class Team {
   Team() = default;  // an invalid team (not a member)
   bool valid() const { return state_ != nullptr; }
   int size() const;
-  int rank() const;                      // this PE's index in the team
-  int world_rank(int team_rank) const;   // raises on a bad index
-  int team_rank(int world_rank) const;   // -1 if not a member
+  int rank() const;                     // this PE's index in the team
+  int world_rank(int team_rank) const;  // raises on a bad index
+  int team_rank(int world_rank) const;  // -1 if not a member
   const std::vector<int>& members() const;
-  int id() const;                        // slot of the team's synchronization flags
+  int id() const;  // slot of the team's synchronization flags
 
  private:
   friend class Runtime;
@@ -27,9 +27,9 @@ class Team {
     int id = 0;
     int my_index = 0;
     std::vector<int> members;
-    uint64_t barrier_epoch = 0;  // host-PE dissemination barrier count on this PE
-    uint64_t collective_seq = 0;  // names of the team's bootstrap collectives
-    std::shared_ptr<std::atomic<uint64_t>> slots;  // the runtime's slot bitmap; freed on destruction
+    uint64_t barrier_epoch = 0;                     // host-PE dissemination barrier count on this PE
+    uint64_t collective_seq = 0;                    // names of the team's bootstrap collectives
+    std::shared_ptr<std::atomic<uint64_t>> slots;   // the runtime's slot bitmap; freed on destruction
     std::shared_ptr<const int32_t> device_members;  // GPU PEs: the member table in device memory
     ~State() {
       if (slots && id >= 2) slots->fetch_and(~(uint64_t(1) << id));

@@ -19,11 +19,11 @@ namespace gpucomm::trace {
 struct P2PEvent {
   enum Kind : uint8_t { send, recv_post } kind = send;
   int64_t t_ns = 0;
-  int rank = 0;          // the rank that made the call
+  int rank = 0;  // the rank that made the call
   int32_t comm = 0;
-  int32_t peer = 0;      // destination (send) or source (receive; may be kAnySource), in comm
+  int32_t peer = 0;  // destination (send) or source (receive; may be kAnySource), in comm
   int32_t tag = 0;
-  int64_t bytes = -1;    // -1: datatype size unknown
+  int64_t bytes = -1;  // -1: datatype size unknown
   int64_t elements = 0;
 };
 
@@ -31,7 +31,8 @@ struct P2PEvent {
 inline constexpr std::array<int64_t, 3> kRateWindowsNs{1000, 100000, 1000000};
 
 struct RateCounter {
-  std::array<WindowPeak, 3> peaks{WindowPeak(kRateWindowsNs[0]), WindowPeak(kRateWindowsNs[1]), WindowPeak(kRateWindowsNs[2])};
+  std::array<WindowPeak, 3> peaks{WindowPeak(kRateWindowsNs[0]), WindowPeak(kRateWindowsNs[1]),
+                                  WindowPeak(kRateWindowsNs[2])};
   uint64_t events = 0;
   void add(int64_t t) {
     ++events;
@@ -53,8 +54,8 @@ struct RankMetrics {
   // Point to point.
   uint64_t sends = 0, recvs = 0;
   std::map<std::string, uint64_t> send_functions, recv_functions;
-  CountHistogram send_bytes, recv_bytes;          // messages whose datatype size is known
-  CountHistogram send_elements, recv_elements;    // every message
+  CountHistogram send_bytes, recv_bytes;        // messages whose datatype size is known
+  CountHistogram send_elements, recv_elements;  // every message
   uint64_t send_size_unknown = 0, recv_size_unknown = 0;
   std::set<int32_t> send_peers, recv_peers, tags;
   std::map<int32_t, uint64_t> sends_to, send_bytes_to, recvs_from, recv_bytes_from;
@@ -63,8 +64,8 @@ struct RankMetrics {
   uint64_t nonblocking_sends = 0, nonblocking_recvs = 0;
   uint64_t probes = 0;
   uint64_t max_outstanding_recv_requests = 0;
-  uint64_t recv_request_id_reuse = 0;   // an Irecv returned an id still pending (should not happen)
-  uint64_t other_comm_p2p = 0;          // p2p calls on communicators other than MPI_COMM_WORLD
+  uint64_t recv_request_id_reuse = 0;  // an Irecv returned an id still pending (should not happen)
+  uint64_t other_comm_p2p = 0;         // p2p calls on communicators other than MPI_COMM_WORLD
 
   // Collectives.
   std::map<std::string, uint64_t> collectives;
@@ -104,12 +105,13 @@ class RankAccumulator {
     uint16_t func;
     int32_t count, datatype, peer, tag, comm;
   };
-  void on_send(const char* fn, bool nonblocking, int32_t count, int32_t datatype, int32_t peer, int32_t tag, int32_t comm,
-               int64_t t, std::vector<P2PEvent>& ev);
+  void on_send(const char* fn, bool nonblocking, int32_t count, int32_t datatype, int32_t peer, int32_t tag,
+               int32_t comm, int64_t t, std::vector<P2PEvent>& ev);
   // Returns true if the receive is a message (not MPI_PROC_NULL) and, for request-based
   // receives, registers it as pending under `request`.
-  void on_recv(const char* fn, bool nonblocking, int32_t count, int32_t datatype, int32_t peer, int32_t tag, int32_t comm,
-               int64_t t, std::vector<P2PEvent>& ev, int32_t request, const Status* status, bool status_recorded);
+  void on_recv(const char* fn, bool nonblocking, int32_t count, int32_t datatype, int32_t peer, int32_t tag,
+               int32_t comm, int64_t t, std::vector<P2PEvent>& ev, int32_t request, const Status* status,
+               bool status_recorded);
   void complete(int32_t request, const Status* status);
   void resolve(const PendingRecv& p, const Status* status);
   void on_start(int32_t request, int64_t t, const char* fn, std::vector<P2PEvent>& ev);

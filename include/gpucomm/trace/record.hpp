@@ -7,12 +7,12 @@
 
 namespace gpucomm::trace {
 
-inline constexpr int32_t kAnySource = -1;  // DUMPI_ANY_SOURCE
-inline constexpr int32_t kAnyTag = -1;     // DUMPI_ANY_TAG
-inline constexpr int32_t kProcNull = -2;   // Open MPI's MPI_PROC_NULL, stored unchanged by libdumpi
-inline constexpr int32_t kRequestNull = 1; // DUMPI_REQUEST_NULL
-inline constexpr int32_t kCommWorld = 2;   // DUMPI_COMM_WORLD
-inline constexpr int32_t kCommSelf = 3;    // DUMPI_COMM_SELF
+inline constexpr int32_t kAnySource = -1;   // DUMPI_ANY_SOURCE
+inline constexpr int32_t kAnyTag = -1;      // DUMPI_ANY_TAG
+inline constexpr int32_t kProcNull = -2;    // Open MPI's MPI_PROC_NULL, stored unchanged by libdumpi
+inline constexpr int32_t kRequestNull = 1;  // DUMPI_REQUEST_NULL
+inline constexpr int32_t kCommWorld = 2;    // DUMPI_COMM_WORLD
+inline constexpr int32_t kCommSelf = 3;     // DUMPI_COMM_SELF
 inline constexpr int32_t kUnset = INT32_MIN;
 
 struct Status {

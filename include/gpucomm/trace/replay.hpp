@@ -24,7 +24,7 @@ struct QueueStats {
   CountHistogram umq_length, umq_depth, prq_length, prq_depth;
   uint64_t expected = 0, unexpected = 0;  // arrivals that found / did not find a posted receive
   uint64_t max_umq = 0, max_prq = 0;
-  uint64_t left_umq = 0, left_prq = 0;     // still queued when the trace ends
+  uint64_t left_umq = 0, left_prq = 0;  // still queued when the trace ends
   void merge(const QueueStats& o);
   double unexpected_share() const;
 };

@@ -1,8 +1,8 @@
 #pragma once
 // Streaming statistics whose memory depends on the number of distinct values or on a window,
 // never on the number of events.
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <vector>
@@ -28,7 +28,10 @@ class CountHistogram {
   Summary summary() const;
   const std::map<int64_t, uint64_t>& values() const { return counts_; }
   // Counts per power-of-two bin [2^k, 2^(k+1)) (bin of 0 is [0, 1)), as (low, high, count).
-  struct Bin { int64_t lo, hi; uint64_t count; };
+  struct Bin {
+    int64_t lo, hi;
+    uint64_t count;
+  };
   std::vector<Bin> log2_bins() const;
 
  private:

@@ -20,8 +20,8 @@ struct RankFile {
 };
 
 struct TraceInfo {
-  std::string input;          // the path given
-  std::string meta_path;      // "" for text traces without a meta file
+  std::string input;      // the path given
+  std::string meta_path;  // "" for text traces without a meta file
   std::string prefix, hostname, username;
   uint64_t start_time = 0;
   std::array<int, 3> version{0, 0, 0};

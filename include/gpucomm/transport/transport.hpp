@@ -49,7 +49,7 @@ struct RemoteContext {
   int size = 1;
   void* heap_base = nullptr;  // this PE's symmetric heap (user part), registered for remote access
   size_t heap_bytes = 0;
-  bool heap_on_device = false;  // GPU PE: the heap is device memory
+  bool heap_on_device = false;   // GPU PE: the heap is device memory
   std::vector<bool> remote_pes;  // which PEs this transport must reach
 };
 
@@ -70,8 +70,8 @@ class Remote {
   virtual void put(int pe, uint64_t dst_offset, const void* src, size_t bytes, Completion c) = 0;
   virtual void get(void* dst, int pe, uint64_t src_offset, size_t bytes, Completion c) = 0;
   // AtomicOp `op` on a 4- or 8-byte word; stores the old value at `result` when non-null.
-  virtual void atomic(int pe, uint64_t offset, AtomicOp op, unsigned width, uint64_t operand,
-                      uint64_t compare, uint64_t* result, Completion c) = 0;
+  virtual void atomic(int pe, uint64_t offset, AtomicOp op, unsigned width, uint64_t operand, uint64_t compare,
+                      uint64_t* result, Completion c) = 0;
   // Later operations to `pe` are performed at the target after earlier ones (data before signal).
   virtual void fence(int pe) = 0;
   // Blocks (with GPUCOMM_TIMEOUT) until every earlier operation is complete.

@@ -322,8 +322,7 @@ void UcxRemote::atomic(int pe, uint64_t offset, AtomicOp aop, unsigned width, ui
 // UCX's own atomics, for heaps in device memory (the target's CPU cannot operate on them; UCX
 // uses the network adapter's atomics). The reply buffer receives the old value; operations
 // without a result or completion flag are posted and complete with a flush, like puts.
-void UcxRemote::atomic_native(Op* op, Peer& p, uint64_t offset, AtomicOp aop, uint64_t operand,
-                              uint64_t compare) {
+void UcxRemote::atomic_native(Op* op, Peer& p, uint64_t offset, AtomicOp aop, uint64_t operand, uint64_t compare) {
   const UcxAtomic u = kUcxAtomics[static_cast<size_t>(aop)];
   const bool fetching = u.fetches || op->result || op->done;
   if (!fetching) op->kind = OpKind::put;
