@@ -181,10 +181,12 @@ class Bench {
       } else {
         jobs.assign(njobs, b);
       }
-      if (e == gm::Engine::hash)
-        for (const auto* q : {&b.prq, &b.recvs})
+      if (e == gm::Engine::hash) {
+        for (const auto* q : {&b.prq, &b.recvs}) {
           for (const auto& x : *q)
             if (gm::has_wildcard(x)) r.note = "wildcards in workload";
+        }
+      }
       if (!r.note.empty()) {
         r.skipped = true;
         print(r);
@@ -294,31 +296,31 @@ int main(int argc, char** argv) {
   try {
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
-      if (a == "--quick")
+      if (a == "--quick") {
         o.quick = true;
-      else if (a == "--json")
+      } else if (a == "--json") {
         o.json = need(i);
-      else if (a == "--replay")
+      } else if (a == "--replay") {
         o.replay = need(i);
-      else if (a == "--lengths")
+      } else if (a == "--lengths") {
         for (auto& s : split(need(i))) o.lengths.push_back(static_cast<uint32_t>(std::stoul(s)));
-      else if (a == "--multiplicities")
+      } else if (a == "--multiplicities") {
         for (auto& s : split(need(i))) o.multiplicities.push_back(std::stod(s));
-      else if (a == "--engines")
+      } else if (a == "--engines") {
         o.engines = split(need(i));
-      else if (a == "--iters")
+      } else if (a == "--iters") {
         o.iters = std::stoi(need(i));
-      else if (a == "--budget")
+      } else if (a == "--budget") {
         o.budget_s = std::stod(need(i));
-      else if (a == "--jobs-elems")
+      } else if (a == "--jobs-elems") {
         o.jobs_elems = static_cast<uint32_t>(std::stoul(need(i)));
-      else if (a == "--seed")
+      } else if (a == "--seed") {
         o.seed = std::stoull(need(i));
-      else if (a == "--no-queue")
+      } else if (a == "--no-queue") {
         o.queue = false;
-      else if (a == "--no-gpu")
+      } else if (a == "--no-gpu") {
         o.no_gpu = true;
-      else if (a == "-h" || a == "--help") {
+      } else if (a == "-h" || a == "--help") {
         usage();
         return 0;
       } else {
@@ -339,10 +341,11 @@ int main(int argc, char** argv) {
     }
   }
   if (o.engines.empty()) o.engines = {"cpu", "mpi", "no_unexpected", "partitioned", "hash"};
-  if (o.lengths.empty())
+  if (o.lengths.empty()) {
     o.lengths = o.quick
                     ? std::vector<uint32_t>{2, 64, 256, 1024, 4096, 32768}
                     : std::vector<uint32_t>{2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768};
+  }
   if (o.multiplicities.empty())
     o.multiplicities = o.quick ? std::vector<double>{0.0, 0.12} : std::vector<double>{0.0, 0.06, 0.12, 0.5};
   if (o.iters <= 0) o.iters = o.quick ? 5 : 20;
@@ -352,10 +355,11 @@ int main(int argc, char** argv) {
   std::string gpu_why = o.no_gpu ? "disabled with --no-gpu" : gb::gpu_unavailable_reason();
   const bool gpu = gpu_why.empty();
   const std::string device = gpu ? gb::device_name() : "";
-  if (gpu)
+  if (gpu) {
     std::printf("device: %s\n", device.c_str());
-  else
+  } else {
     std::printf("GPU engines and queue benchmarks SKIPPED: %s. Only the CPU list matcher runs.\n", gpu_why.c_str());
+  }
 
   Bench bench(o);
   std::mt19937_64 rng(o.seed);
@@ -433,15 +437,16 @@ int main(int argc, char** argv) {
         .field("command_line", cmdline)
         .field("quick", o.quick)
         .field("seed", static_cast<long long>(o.seed));
-    if (gpu)
+    if (gpu) {
       j.field("device", device);
-    else
+    } else {
       j.null_field("device");
+    }
     j.field("gpu_skipped", !gpu).field("gpu_skipped_reason", gpu_why);
     write_rows(j, "matching", bench.rows);
     write_rows(j, "replay", replay_rows);
     j.begin_array("queue");
-    for (const auto& r : bench.queue_rows)
+    for (const auto& r : bench.queue_rows) {
       j.begin_object()
           .field("warps", static_cast<long long>(r.warps))
           .field("queues", static_cast<long long>(r.queues))
@@ -452,6 +457,7 @@ int main(int argc, char** argv) {
           .field("dequeue_latency_us", r.dequeue_latency_us)
           .field("verified", r.verified)
           .end_object();
+    }
     j.end_array().field("failures", static_cast<long long>(bench.failures)).end_object();
     std::ofstream f(o.json);
     f << j.str() << "\n";

@@ -136,14 +136,15 @@ std::vector<PingPongResult> gpu_pingpong(Runtime& rt, const PingPongConfig& cfg)
   CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   const uint64_t timeout_ns = static_cast<uint64_t>(env::wait_timeout_ms()) * 1000000ULL;
   std::vector<PingPongResult> out;
-  for (int a = 0; a < rt.size(); ++a)
+  for (int a = 0; a < rt.size(); ++a) {
     for (int b = a + 1; b < rt.size(); ++b) {
       const bool in_pair = rt.rank() == a || rt.rank() == b;
       const int peer = rt.rank() == a ? b : a;
       char* peer_mem = nullptr;
-      if (in_pair)
+      if (in_pair) {
         CHECK_CUDA(cudaIpcOpenMemHandle(reinterpret_cast<void**>(&peer_mem), peers[static_cast<size_t>(peer)].handle,
                                         cudaIpcMemLazyEnablePeerAccess));
+      }
       // PEs sharing one GPU time-slice: correct, but the latency is the scheduler's.
       const bool shared = peers[static_cast<size_t>(a)].device == peers[static_cast<size_t>(b)].device;
       const int iters = shared ? std::min(cfg.iters, 20) : cfg.iters;
@@ -156,22 +157,24 @@ std::vector<PingPongResult> gpu_pingpong(Runtime& rt, const PingPongConfig& cfg)
         for (int s = 0; s < cfg.samples + 1 && in_pair; ++s) {
           std::memset(st, 0, sizeof(Status));
           uint64_t base = static_cast<uint64_t>(s) * static_cast<uint64_t>(iters);
-          if (bytes <= sizeof(uint64_t))
+          if (bytes <= sizeof(uint64_t)) {
             pingpong_thread_kernel<<<1, 1, 0, stream>>>(reinterpret_cast<uint64_t*>(mine),
                                                         reinterpret_cast<uint64_t*>(peer_mem), iters, base,
                                                         rt.rank() == a, timeout_ns, st_dev);
-          else
+          } else {
             pingpong_kernel<<<1, 256, 0, stream>>>(reinterpret_cast<uint64_t*>(mine),
                                                    reinterpret_cast<uint64_t*>(peer_mem),
                                                    reinterpret_cast<uint4*>(peer_mem + flag_bytes), src, bytes, iters,
                                                    base, rt.rank() == a, timeout_ns, st_dev);
+          }
           CHECK_CUDA(cudaGetLastError());
           CHECK_CUDA(cudaStreamSynchronize(stream));
-          if (st->failed)
+          if (st->failed) {
             raise(Errc::timeout, "gpu ping-pong",
                   "rank " + std::to_string(rt.rank()) + " waited for rank " + std::to_string(peer) +
                       "'s flag: expected " + std::to_string(st->expected) + ", seen " + std::to_string(st->seen) +
                       " at round trip " + std::to_string(st->iteration) + " of " + std::to_string(iters));
+          }
           if (s > 0 && rt.rank() == a && iters > 1)
             r.one_way_us.push_back(static_cast<double>(st->t_end - st->t_start) / 1000.0 / (2.0 * (iters - 1)));
         }
@@ -183,6 +186,7 @@ std::vector<PingPongResult> gpu_pingpong(Runtime& rt, const PingPongConfig& cfg)
       rt.bootstrap().barrier();
       if (in_pair) CHECK_CUDA(cudaIpcCloseMemHandle(peer_mem));
     }
+  }
   CHECK_CUDA(cudaStreamDestroy(stream));
   CHECK_CUDA(cudaFreeHost(st));
   CHECK_CUDA(cudaFree(src));

@@ -21,8 +21,8 @@ std::vector<PingPongResult> host_pingpong(Runtime& rt, const PingPongConfig& cfg
   std::vector<char> src(max_bytes, 'x');
   std::vector<PingPongResult> out;
   uint64_t seq = 0;
-  for (int a = 0; a < rt.size(); ++a)
-    for (int b = a + 1; b < rt.size(); ++b)
+  for (int a = 0; a < rt.size(); ++a) {
+    for (int b = a + 1; b < rt.size(); ++b) {
       for (size_t bytes : cfg.sizes) {
         *flag = 0;
         seq = 0;
@@ -51,6 +51,8 @@ std::vector<PingPongResult> host_pingpong(Runtime& rt, const PingPongConfig& cfg
           out.push_back(r);
         }
       }
+    }
+  }
   rt.free(flag);
   rt.free(buf);
   return out;

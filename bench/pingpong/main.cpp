@@ -1,6 +1,7 @@
 // gpucomm-bench-pingpong: one-way latency between every pair of PEs, on GPU PEs (kernels
 // storing into each other's memory) or host-memory PEs (symmetric heap in shared memory).
 // Run under a launcher: gpucomm run -n N -- gpucomm-bench-pingpong [--sizes 0,8,1024] [--json F]
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -25,6 +26,15 @@ void usage(FILE* f) {
                "  --samples  samples; the median is reported (default 7)\n"
                "  --json     write results as JSON to FILE (rank 0)\n"
                "  --quick    fewer iterations\n");
+}
+
+// The decimal integer `text` (all of it) given for `what`; anything else raises an error naming it.
+int parse_int(const std::string& text, const std::string& what) {
+  int v = 0;
+  const char* end = text.data() + text.size();
+  if (auto [stop, ec] = std::from_chars(text.data(), end, v); ec != std::errc() || stop != end)
+    raise_arg("gpucomm-bench-pingpong", what, "'" + text + "' is not an integer");
+  return v;
 }
 
 std::vector<size_t> parse_sizes(const std::string& s) {
@@ -62,22 +72,23 @@ int main(int argc, char** argv) {
         if (i + 1 >= argc) raise_arg("gpucomm-bench-pingpong", name, "needs a value");
         return argv[++i];
       };
-      if (a == "--sizes")
+      if (a == "--sizes") {
         cfg.sizes = parse_sizes(next("--sizes"));
-      else if (a == "--iters")
-        cfg.iters = std::atoi(next("--iters").c_str());
-      else if (a == "--samples")
-        cfg.samples = std::atoi(next("--samples").c_str());
-      else if (a == "--json")
+      } else if (a == "--iters") {
+        cfg.iters = parse_int(next("--iters"), "--iters");
+      } else if (a == "--samples") {
+        cfg.samples = parse_int(next("--samples"), "--samples");
+      } else if (a == "--json") {
         json = next("--json");
-      else if (a == "--quick") {
+      } else if (a == "--quick") {
         cfg.iters = 200;
         cfg.samples = 5;
       } else if (a == "-h" || a == "--help") {
         usage(stdout);
         return 0;
-      } else
+      } else {
         raise_arg("gpucomm-bench-pingpong", a, "unknown option (see --help)");
+      }
     }
     if (cfg.iters < 2) raise_arg("gpucomm-bench-pingpong", "--iters", "must be at least 2");
     if (cfg.samples < 1) raise_arg("gpucomm-bench-pingpong", "--samples", "must be at least 1");
@@ -90,7 +101,7 @@ int main(int argc, char** argv) {
 #endif
     std::vector<int> devices;
     for (const auto& d : rt.bootstrap().allgather(std::to_string(rt.device_id())))
-      devices.push_back(std::atoi(d.c_str()));
+      devices.push_back(parse_int(d, "device id of a PE"));
     if (rt.rank() == 0) {
       std::printf("ping-pong between %d PEs: %s\n", rt.size(),
                   gpu ? "GPU PEs (kernels storing into peer GPU memory)" : "host-memory PEs (no GPU used)");

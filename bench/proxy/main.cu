@@ -96,7 +96,7 @@ struct Bench : bench::Harness {
             [&](double ms) { return ms > 0 ? static_cast<double>(b) * reps / (ms * 1e6) : 0.0; });
       }
       char* target = static_cast<char*>(rt.ptr(sym, peer));
-      if (target)
+      if (target) {
         measure(
             {"copy_engine_bw", "copy_engine", b, 0, "GB/s", {}}, 1,
             [&] {
@@ -104,6 +104,7 @@ struct Bench : bench::Harness {
                 ck(cudaMemcpyAsync(target, local, b, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync");
             },
             [&](double ms) { return ms > 0 ? static_cast<double>(b) * reps / (ms * 1e6) : 0.0; });
+      }
     }
   }
 
@@ -140,9 +141,10 @@ struct Bench : bench::Harness {
                               std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
         if (target) {
           t0 = std::chrono::steady_clock::now();
-          for (int i = 0; i < host_ops; ++i)
-            ck(cudaMemcpyAsync(target + 8 * (i % 1024), local + 8 * (i % 1024), 8, cudaMemcpyDeviceToDevice, s),
-               "cudaMemcpyAsync");
+          for (int i = 0; i < host_ops; ++i) {
+            const size_t at = 8 * static_cast<size_t>(i % 1024);
+            ck(cudaMemcpyAsync(target + at, local + at, 8, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync");
+          }
           ck(cudaStreamSynchronize(s), "cudaStreamSynchronize");
           raw.samples.push_back(
               host_ops / std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
@@ -165,13 +167,13 @@ int main(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) cmdline += (i ? " " : "") + std::string(argv[i]);
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--quick")
+    if (a == "--quick") {
       quick = true;
-    else if (a == "--json" && i + 1 < argc)
+    } else if (a == "--json" && i + 1 < argc) {
       json = argv[++i];
-    else if (a == "--only" && i + 1 < argc)
+    } else if (a == "--only" && i + 1 < argc) {
       only = argv[++i];
-    else if (a == "-h" || a == "--help") {
+    } else if (a == "-h" || a == "--help") {
       std::printf(
           "usage: gpucomm run -n 1|2 -- gpucomm-bench-proxy [--quick] [--only latency,bandwidth,rate] [--json FILE]\n"
           "The path comes from GPUCOMM_TRANSPORT (and GPUCOMM_PROXY_*, GPUCOMM_AGENT_*); `gpucomm bench proxy` runs "
@@ -197,11 +199,12 @@ int main(int argc, char** argv) {
     const TransportInfo info = rt.transport_info();
     const std::string ring = env::get_string("GPUCOMM_PROXY_RING", "auto");
     const std::string doorbell = env::get_string("GPUCOMM_PROXY_DOORBELL", "0");
-    if (rt.rank() == 0)
+    if (rt.rank() == 0) {
       std::printf(
           "gpucomm-bench-proxy: %d PE(s) on %s, transport %s, agent %s, ring %s, doorbell %s, %d proxy thread(s)%s\n",
           rt.size(), devices[0].c_str(), info.kind.c_str(), info.agent.c_str(), ring.c_str(), doorbell.c_str(),
           info.proxy_threads, quick ? " (quick)" : "");
+    }
     Bench b(rt, quick, max_bytes);
     if (wanted("latency")) b.latency();
     if (wanted("rate")) b.rates(info.agent != "none");

@@ -82,10 +82,11 @@ __global__ void __launch_bounds__(512)
   if (begin < bytes) {
     const size_t len = bytes - begin < chunk ? bytes - begin : chunk;
     for (int r = 0; r < reps; ++r) {
-      if (is_get)
+      if (is_get) {
         device::get_nbi(c, h, local + begin, remote_sym + begin, len, peer);
-      else
+      } else {
         device::put_nbi(c, h, remote_sym + begin, local + begin, len, peer);
+      }
     }
   }
   device::quiet(c);
@@ -103,10 +104,11 @@ __global__ void __launch_bounds__(512) k_msg_rate(DeviceHandle h, uint64_t* word
 template <int Kind>
 __global__ void k_barrier_loop(DeviceHandle h, int iters) {
   for (int i = 0; i < iters; ++i) {
-    if constexpr (Kind == 0)
+    if constexpr (Kind == 0) {
       device::barrier_all(coop::Thread{}, h);
-    else
+    } else {
       device::barrier_master(coop::Thread{}, h);
+    }
   }
 }
 

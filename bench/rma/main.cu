@@ -23,7 +23,6 @@
 #endif
 
 using namespace gpucomm;
-using bench::Result;
 
 namespace {
 
@@ -64,14 +63,14 @@ struct Bench : bench::Harness {
     std::vector<size_t> sizes =
         quick ? std::vector<size_t>{8, 4096, 65536} : std::vector<size_t>{8, 64, 512, 4096, 32768, 65536};
     for (size_t b : sizes) {
+      const int thread_iters = iters / (b > 4096 ? 10 : 1);  // one thread moves large messages slowly
       measure(
           {"put_signal_pingpong", "thread", b, 1, "us", {}}, 3,
           [&] {
-            bench::k_put_pingpong<coop::Thread, true>
-                <<<1, 1, 0, s>>>(h, sym, local, b, sig, iters / (b > 4096 ? 10 : 1), base);
+            bench::k_put_pingpong<coop::Thread, true><<<1, 1, 0, s>>>(h, sym, local, b, sig, thread_iters, base);
             base += static_cast<uint64_t>(iters);
           },
-          [&](double ms) { return ms * 1e3 / (2.0 * (iters / (b > 4096 ? 10 : 1))); });
+          [&](double ms) { return ms * 1e3 / (2.0 * thread_iters); });
       measure(
           {"put_signal_pingpong", "block", b, 1, "us", {}}, 3,
           [&] {
@@ -131,12 +130,14 @@ struct Bench : bench::Harness {
         bandwidth_point<coop::Thread>("thread", 512, "get_bw", b, 32, 1, 1);
       }
     }
-    for (size_t b : sweep_sizes)
-      for (int ctas : sweep)
+    for (size_t b : sweep_sizes) {
+      for (int ctas : sweep) {
         if ((ctas != 32 && ctas != 132) || std::find(sizes.begin(), sizes.end(), b) == sizes.end()) {
           bandwidth_point<coop::Block>("block", 512, "put_bw", b, ctas, 1, 0);
           bandwidth_point<coop::Block>("block", 512, "get_bw", b, ctas, 1, 1);
         }
+      }
+    }
     // Copy engine reference: cudaMemcpyAsync into the peer's mapping.
     char* peer = static_cast<char*>(rt.ptr(sym, 1 - rt.rank()));
     for (size_t b : sweep_sizes) {
@@ -185,11 +186,11 @@ int main(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) cmdline += (i ? " " : "") + std::string(argv[i]);
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--quick")
+    if (a == "--quick") {
       quick = true;
-    else if (a == "--json" && i + 1 < argc)
+    } else if (a == "--json" && i + 1 < argc) {
       json = argv[++i];
-    else if (a == "-h" || a == "--help") {
+    } else if (a == "-h" || a == "--help") {
       std::printf("usage: gpucomm run -n 2 -- gpucomm-bench-rma [--quick] [--json FILE]\n");
       return 0;
     } else {

@@ -29,12 +29,19 @@ struct Result {
 inline std::string json_escape(const std::string& s) {
   std::string o;
   for (char ch : s) {
-    if (ch == '"' || ch == '\\')
-      o += '\\', o += ch;
-    else if (static_cast<unsigned char>(ch) < 0x20)
-      o += ' ';
-    else
-      o += ch;
+    if (ch == '"' || ch == '\\') {
+      {
+        o += '\\', o += ch;
+      }
+    } else if (static_cast<unsigned char>(ch) < 0x20) {
+      {
+        o += ' ';
+      }
+    } else {
+      {
+        o += ch;
+      }
+    }
   }
   return o;
 }
@@ -53,9 +60,13 @@ inline size_t half_peak_bytes(const std::vector<Result>& rs, const std::string& 
   for (const auto& r : rs)
     if (r.name == name && r.level == level && r.ctas == ctas) peak = std::max(peak, r.median());
   size_t best = 0;
-  for (const auto& r : rs)
-    if (r.name == name && r.level == level && r.ctas == ctas && r.median() >= peak / 2 && (best == 0 || r.bytes < best))
-      best = r.bytes;
+  for (const auto& r : rs) {
+    {
+      if (r.name == name && r.level == level && r.ctas == ctas && r.median() >= peak / 2 &&
+          (best == 0 || r.bytes < best))
+        best = r.bytes;
+    }
+  }
   return best;
 }
 
@@ -93,9 +104,12 @@ inline bool write_json(const std::string& path, const std::string& tool, const s
 
 inline void print_table(const std::vector<Result>& rs) {
   std::printf("%-24s %-12s %12s %5s %12s %s\n", "benchmark", "level", "bytes", "ctas", "median", "unit (min..max)");
-  for (const auto& r : rs)
-    std::printf("%-24s %-12s %12zu %5d %12.3f %s (%.3f..%.3f)\n", r.name.c_str(), r.level.c_str(), r.bytes, r.ctas,
-                r.median(), r.unit.c_str(), r.min(), r.max());
+  for (const auto& r : rs) {
+    {
+      std::printf("%-24s %-12s %12zu %5d %12.3f %s (%.3f..%.3f)\n", r.name.c_str(), r.level.c_str(), r.bytes, r.ctas,
+                  r.median(), r.unit.c_str(), r.min(), r.max());
+    }
+  }
 }
 
 }  // namespace bench

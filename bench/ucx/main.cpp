@@ -183,13 +183,15 @@ int main(int argc, char** argv) {
     std::vector<Result> results;
     const std::vector<uint64_t> lat_sizes = {8, 64, 512, 4096, 32768, 262144, 1 << 20};
     const std::vector<uint64_t> bw_sizes = {8, 64, 512, 4096, 32768, 262144, 1 << 20, 4 << 20, 16 << 20};
+    results.reserve(lat_sizes.size());
     for (uint64_t s : lat_sizes) results.push_back(b.latency(s, iters_for(s, quick, 2000), quick ? 50 : 200));
     for (uint64_t s : bw_sizes) results.push_back(b.bandwidth(s, iters_for(s, quick, 100), quick ? 2 : 5));
     if (rt.rank() == 0) {
       std::printf("%-8s %10s %8s %12s %12s\n", "test", "bytes", "iters", "median", "unit");
-      for (const Result& r : results)
+      for (const Result& r : results) {
         std::printf("%-8s %10llu %8d %12.3f %12s\n", r.name.c_str(), static_cast<unsigned long long>(r.bytes), r.iters,
                     r.median, r.unit);
+      }
       if (!json.empty()) write_json(json, results, quick);
     }
   } catch (const std::exception& e) {

@@ -25,12 +25,13 @@ struct DtypeInfo {
 
 DtypeInfo parse_dtype(nb::handle obj) {
   std::string name;
-  if (nb::isinstance<nb::str>(obj))
+  if (nb::isinstance<nb::str>(obj)) {
     name = nb::cast<std::string>(obj);
-  else if (nb::hasattr(obj, "__name__") && nb::isinstance<nb::type_object>(obj))
+  } else if (nb::hasattr(obj, "__name__") && nb::isinstance<nb::type_object>(obj)) {
     name = nb::cast<std::string>(obj.attr("__name__"));
-  else
+  } else {
     name = nb::cast<std::string>(nb::str(obj));
+  }
   if (name.rfind("torch.", 0) == 0) name = name.substr(6);
   using C = nb::dlpack::dtype_code;
   static const std::map<std::string, std::pair<C, int>> table = {
@@ -97,10 +98,11 @@ class PyRuntime {
 
   void* sym_address(const AnyArray& a, const char* what) {
     Runtime& r = rt();
-    if (!r.heap().contains(a.data(), nbytes(a)))
+    if (!r.heap().contains(a.data(), nbytes(a))) {
       throw nb::value_error(
           (std::string("gpucomm: ") + what + " is not a symmetric array (allocate it with Runtime.empty/zeros)")
               .c_str());
+    }
     return a.data();
   }
 
@@ -155,11 +157,11 @@ void bind_runtime(nb::module_& m) {
           nb::arg("shape"), nb::arg("dtype") = "uint8",
           "Collective: same as empty (default dtype uint8, shape in elements).")
       .def(
-          "free", [](PyRuntime& s, AnyArray a) { s.rt().free(s.sym_address(a, "the array")); }, nb::arg("array"),
+          "free", [](PyRuntime& s, const AnyArray& a) { s.rt().free(s.sym_address(a, "the array")); }, nb::arg("array"),
           "Collective: returns a symmetric array's memory.")
       .def(
           "put",
-          [](PyRuntime& s, AnyArray dst, AnyArray src, int pe) {
+          [](PyRuntime& s, const AnyArray& dst, const AnyArray& src, int pe) {
             if (nbytes(dst) != nbytes(src)) throw nb::value_error("gpucomm: put: dst and src differ in size");
             s.rt().put(s.sym_address(dst, "put: dst"), src.data(), nbytes(src), pe);
           },
@@ -167,7 +169,7 @@ void bind_runtime(nb::module_& m) {
           "Copies src (host or device memory) into PE pe's copy of the symmetric array dst.")
       .def(
           "get",
-          [](PyRuntime& s, AnyArray dst, AnyArray src, int pe) {
+          [](PyRuntime& s, const AnyArray& dst, const AnyArray& src, int pe) {
             if (nbytes(dst) != nbytes(src)) throw nb::value_error("gpucomm: get: dst and src differ in size");
             s.rt().get(dst.data(), s.sym_address(src, "get: src"), nbytes(src), pe);
           },
@@ -175,7 +177,7 @@ void bind_runtime(nb::module_& m) {
           "Copies PE pe's copy of the symmetric array src into dst (host or device memory).")
       .def(
           "peer_address",
-          [](PyRuntime& s, AnyArray a, int pe) {
+          [](PyRuntime& s, const AnyArray& a, int pe) {
             return reinterpret_cast<uintptr_t>(s.rt().ptr(s.sym_address(a, "the array"), pe));
           },
           nb::arg("array"), nb::arg("pe"), "Address of PE pe's copy (0 when not directly reachable).");

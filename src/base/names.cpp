@@ -109,17 +109,20 @@ const char* device_op_name(DeviceOp op) {
 namespace {
 template <class H>
 void validate(const H& h, uint32_t magic, const char* type, const char* what) {
-  if (h.magic != magic)
+  if (h.magic != magic) {
     raise_arg(what, type,
               "magic " + hex(h.magic) + " is not " + hex(magic) + ": not a " + type +
                   " made by gpucomm (uninitialized or corrupted)");
-  if (h.version != kHandleVersion)
+  }
+  if (h.version != kHandleVersion) {
     raise_arg(what, type,
               "version " + std::to_string(h.version) + " is not this library's " + std::to_string(kHandleVersion) +
                   ": the code that made it was built against other gpucomm headers");
-  if (h.bytes != sizeof(H))
+  }
+  if (h.bytes != sizeof(H)) {
     raise_arg(what, type,
               "size " + std::to_string(h.bytes) + " is not this library's " + std::to_string(sizeof(H)) + " bytes");
+  }
 }
 }  // namespace
 
@@ -131,9 +134,10 @@ void validate_handle(const TeamHandle& t, const char* what) {
   validate(t, kTeamMagic, "TeamHandle", what);
   if (t.slot < 0 || t.slot >= kMaxTeams)
     raise_arg(what, "TeamHandle", "slot " + std::to_string(t.slot) + " is outside 0.." + std::to_string(kMaxTeams - 1));
-  if (t.size < 1 || t.rank < 0 || t.rank >= t.size)
+  if (t.size < 1 || t.rank < 0 || t.rank >= t.size) {
     raise_arg(what, "TeamHandle",
               "rank " + std::to_string(t.rank) + " of size " + std::to_string(t.size) + " is not a member index");
+  }
 }
 
 }  // namespace gpucomm

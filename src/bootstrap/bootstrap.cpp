@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdlib>
 
 #include "gpucomm/core/env.hpp"
@@ -31,7 +32,11 @@ std::chrono::milliseconds connect_timeout() {
 Fd open_store_socket(const UniqueId& id) {
   if (Fd fd = ListenRegistry::instance().take(id.endpoint())) return fd;
   if (auto inherited = env::get("GPUCOMM_BOOTSTRAP_LISTEN_FD"); inherited && !inherited->empty()) {
-    int fd = std::atoi(inherited->c_str());
+    int fd = -1;
+    const char* first = inherited->data();
+    const char* last = first + inherited->size();
+    if (auto [end, ec] = std::from_chars(first, last, fd); ec != std::errc() || end != last)
+      raise_arg("bootstrap", "GPUCOMM_BOOTSTRAP_LISTEN_FD", "'" + *inherited + "' is not a file descriptor number");
     int type = 0, listening = 0;
     socklen_t len = sizeof type;
     bool ok = fd > 2 && ::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_STREAM;

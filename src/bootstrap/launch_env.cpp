@@ -1,5 +1,6 @@
 #include "gpucomm/bootstrap/launch_env.hpp"
 
+#include <charconv>
 #include <cstdlib>
 
 #include "gpucomm/core/env.hpp"
@@ -31,7 +32,12 @@ int slurm_local_size() {
   if (t.empty()) return -1;
   size_t paren = t.find('(');
   if (t.find(',') != std::string::npos) return -1;
-  return std::atoi(t.substr(0, paren).c_str());
+  const char* first = t.data();
+  const char* last = first + (paren == std::string::npos ? t.size() : paren);
+  int n = 0;
+  if (auto [end, ec] = std::from_chars(first, last, n); ec != std::errc() || end != last || n < 0)
+    raise_arg("launch environment", "SLURM_TASKS_PER_NODE", "'" + t + "' does not start with a task count");
+  return n;
 }
 
 }  // namespace
@@ -89,14 +95,16 @@ LaunchInfo detect_launch() {
   if (std::string a = str_var("GPUCOMM_BOOTSTRAP_ADDR"); !a.empty()) info.store_addr = a;
   if (std::string j = str_var("GPUCOMM_JOB_ID"); !j.empty()) info.job_id = j;
   if (info.size < 1) raise_arg("launch environment", "size", "the launcher reports a job of 0 PEs");
-  if (info.rank >= info.size)
+  if (info.rank >= info.size) {
     raise_arg("launch environment", "rank",
               "rank " + std::to_string(info.rank) + " is not below the job size " + std::to_string(info.size) + " (" +
                   info.launcher + " variables)");
-  if (info.local_size > 0 && info.local_rank >= info.local_size)
+  }
+  if (info.local_size > 0 && info.local_rank >= info.local_size) {
     raise_arg("launch environment", "local rank",
               "local rank " + std::to_string(info.local_rank) + " is not below the local size " +
                   std::to_string(info.local_size));
+  }
   info.token_seed = info.launcher + "|" + info.job_id + "|" + info.store_addr + "|" + std::to_string(info.size);
   return info;
 }

@@ -36,10 +36,11 @@ UniqueId mpi_share_unique_id(const LaunchInfo& info) {
   int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (rank != info.rank || size != info.size)
+  if (rank != info.rank || size != info.size) {
     raise(Errc::invalid_argument, "bootstrap (MPI)",
           "MPI says rank " + std::to_string(rank) + " of " + std::to_string(size) + " but the " + info.launcher +
               " variables say rank " + std::to_string(info.rank) + " of " + std::to_string(info.size));
+  }
   char buf[256] = {0};
   if (rank == 0) {
     // One node: loopback; several: the interface named by GPUCOMM_BOOTSTRAP_IFNAME.

@@ -43,10 +43,11 @@ std::string rendezvous_file(const LaunchInfo& info) {
 UniqueId from_address(const LaunchInfo& info) {
   UniqueId id;
   split_host_port(info.store_addr, "GPUCOMM_BOOTSTRAP_ADDR", &id.host, &id.port);
-  if (auto t = env::get("GPUCOMM_BOOTSTRAP_TOKEN"); t && !t->empty())
+  if (auto t = env::get("GPUCOMM_BOOTSTRAP_TOKEN"); t && !t->empty()) {
     id.token = derive_token("token|" + *t);
-  else
+  } else {
     id.token = derive_token(info.token_seed);
+  }
   // Numeric address, so that rank 0 can bind it and the id compares equal everywhere.
   id.host = resolve(id.host, id.port).host();
   return id;
@@ -79,14 +80,19 @@ UniqueId via_file(const LaunchInfo& info, std::string* how) {
       try {
         connect_tcp(id.host, id.port, std::chrono::milliseconds(200));
         return id;
-      } catch (const Error&) {
+      } catch (const Error& e) {
+        // Not serving (yet): rank 0 may still be replacing a stale file; retry until the deadline,
+        // whose error names the file.
+        GPUCOMM_LOG(debug, "bootstrap rendezvous: " << path << " names " << id.endpoint()
+                                                    << ", which does not answer yet: " << e.what());
       }
     }
-    if (std::chrono::steady_clock::now() > deadline)
+    if (std::chrono::steady_clock::now() > deadline) {
       raise(Errc::timeout, "bootstrap rendezvous",
             "rank " + std::to_string(info.rank) + " found no live store address in " + path + " within " +
                 std::to_string(timeout.count()).substr(0, 5) +
                 " s (did rank 0 start? is GPUCOMM_BOOTSTRAP_DIR shared?)");
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }

@@ -19,12 +19,14 @@ StoreClient::StoreClient(const UniqueId& id, int rank, int world_size, std::chro
   wire::Frame f;
   auto deadline = Clock::now() + connect_timeout;
   wire::read_frame(fd_.get(), &f, deadline, "bootstrap hello", false);
-  if (f.op() == Op::error)
+  if (f.op() == Op::error) {
     raise(Errc::protocol, "bootstrap hello",
           "the store at " + endpoint_ + " refused rank " + std::to_string(rank) + ": " + f.payload);
-  if (f.op() != Op::hello_ok)
+  }
+  if (f.op() != Op::hello_ok) {
     raise(Errc::protocol, "bootstrap hello",
           std::string("unexpected reply '") + wire::op_name(f.op()) + "' from " + endpoint_);
+  }
   reader_ = std::thread([this] { reader(); });
 }
 
@@ -99,7 +101,9 @@ wire::Frame StoreClient::request(Op op, uint32_t aux, const std::string& key, co
         try {
           wire::Frame q = request(Op::query, 0, key, "", 5000, what + " (diagnostic query)");
           detail += "; " + q.payload;
-        } catch (const Error&) {
+        } catch (const Error& e) {
+          // The diagnostic only enriches the timeout raised below; that error is the one to report.
+          GPUCOMM_LOG(debug, what << ": diagnostic query after the timeout failed: " << e.what());
         }
       }
       raise(Errc::timeout, what, detail + " (GPUCOMM_TIMEOUT sets the limit)");

@@ -158,8 +158,9 @@ void StoreServer::reply(int id, Op op, uint64_t seq, uint32_t aux, const std::st
   set_nonblocking(it->second.fd.get(), false);
   try {
     send_all(it->second.fd.get(), buf.data(), buf.size(), "bootstrap store reply");
-  } catch (const Error&) {
+  } catch (const Error& e) {
     // The peer is gone; the read side will notice and drop it.
+    GPUCOMM_LOG(debug, "bootstrap store: reply to connection " << id << " not sent: " << e.what());
   }
   set_nonblocking(it->second.fd.get(), true);
 }
@@ -237,10 +238,11 @@ void StoreServer::handle(int id, wire::Frame& f) {
     }
     case Op::get: {
       auto it = kv_.find(f.key);
-      if (it != kv_.end())
+      if (it != kv_.end()) {
         reply(id, Op::value, seq, 0, f.key, it->second);
-      else
+      } else {
         get_waiters_[f.key].push_back({id, seq});
+      }
       break;
     }
     case Op::gather: {
@@ -254,20 +256,22 @@ void StoreServer::handle(int id, wire::Frame& f) {
       if (g.count == 0) {
         g.count = count;
         g.parts.resize(count);
+        g.have.resize(count);
       }
-      if (g.count != count || index >= count || g.parts[index]) {
+      if (g.count != count || index >= count || g.have[index]) {
         reply_error(id, seq, static_cast<int>(Errc::protocol),
                     "gather '" + f.key + "': inconsistent member count or duplicate index " + std::to_string(index));
         break;
       }
       g.parts[index] = f.payload.substr(4);
+      g.have[index] = true;
       g.waiters.push_back({id, seq});
-      if (++g.arrived == g.count) {
+      if (++g.arrived == g.count) {  // every index arrived exactly once (checked above)
         std::string out;
-        for (auto& p : g.parts) {
-          uint64_t len = p->size();
+        for (const std::string& part : g.parts) {
+          uint64_t len = part.size();
           out.append(reinterpret_cast<const char*>(&len), 8);
-          out.append(*p);
+          out.append(part);
         }
         for (auto& w : g.waiters) reply(w.conn, Op::gather_result, w.seq, g.count, f.key, out);
         gathers_.erase(f.key);
@@ -282,7 +286,7 @@ void StoreServer::handle(int id, wire::Frame& f) {
       } else {
         std::string missing;
         for (uint32_t i = 0; i < it->second.count; ++i)
-          if (!it->second.parts[i]) missing += (missing.empty() ? "" : ",") + std::to_string(i);
+          if (!it->second.have[i]) missing += (missing.empty() ? "" : ",") + std::to_string(i);
         text = std::to_string(it->second.arrived) + " of " + std::to_string(it->second.count) +
                " arrived; missing member index(es): " + missing;
       }

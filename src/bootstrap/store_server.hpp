@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -42,7 +41,8 @@ class StoreServer {
   };
   struct Gather {
     uint32_t count = 0;
-    std::vector<std::optional<std::string>> parts;
+    std::vector<std::string> parts;  // by member index
+    std::vector<bool> have;          // which indexes arrived
     std::vector<Waiter> waiters;
     size_t arrived = 0;
   };

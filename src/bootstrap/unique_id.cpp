@@ -3,7 +3,7 @@
 #include <sys/random.h>
 
 #include <cerrno>
-#include <cstdio>
+#include <charconv>
 
 #include "gpucomm/core/error.hpp"
 #include "listen_registry.hpp"
@@ -43,8 +43,9 @@ UniqueId UniqueId::parse(const std::string& text, const std::string& what) {
   if (tok.size() != 32) bad("the token is not 32 hex digits");
   UniqueId id;
   for (size_t i = 0; i < 16; ++i) {
+    const char* first = tok.data() + 2 * i;
     unsigned v = 0;
-    if (std::sscanf(tok.c_str() + 2 * i, "%2x", &v) != 1 || !isxdigit(tok[2 * i]) || !isxdigit(tok[2 * i + 1]))
+    if (auto [end, ec] = std::from_chars(first, first + 2, v, 16); ec != std::errc() || end != first + 2)
       bad("the token is not 32 hex digits");
     id.token[i] = static_cast<uint8_t>(v);
   }

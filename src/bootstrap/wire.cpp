@@ -39,17 +39,19 @@ const char* op_name(Op op) {
 }
 
 void validate(const Header& h, const char* where) {
-  if (h.magic != kMagic)
+  if (h.magic != kMagic) {
     raise(
         Errc::protocol, where, "not a gpucomm bootstrap message (bad magic 0x" + [&] {
           char b[16];
           std::snprintf(b, sizeof b, "%08x", h.magic);
           return std::string(b);
         }() + ")");
-  if (h.version != kVersion)
+  }
+  if (h.version != kVersion) {
     raise(Errc::protocol, where,
           "bootstrap protocol version " + std::to_string(h.version) + ", expected " + std::to_string(kVersion) +
               " (mixed gpucomm versions in one job?)");
+  }
   if (h.op < static_cast<uint16_t>(Op::hello) || h.op > static_cast<uint16_t>(Op::error))
     raise(Errc::protocol, where, "unknown operation " + std::to_string(h.op));
   if (h.key_len > kMaxKey)

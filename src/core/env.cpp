@@ -177,11 +177,12 @@ std::vector<std::string> unknown_variables() {
     const char* eq = std::strchr(*e, '=');
     std::string name(*e, eq ? static_cast<size_t>(eq - *e) : std::strlen(*e));
     bool known = false;
-    for (const auto& v : kVariables)
+    for (const auto& v : kVariables) {
       if (name == v.name) {
         known = true;
         break;
       }
+    }
     if (!known) out.push_back(name);
   }
   return out;

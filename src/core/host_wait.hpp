@@ -40,10 +40,11 @@ void host_wait(Ready&& ready, const JobLiveness* b, int64_t timeout_ms, Describe
       if (timeout_ms > 0) {
         auto waited =
             std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
-        if (waited >= timeout_ms)
+        if (waited >= timeout_ms) {
           raise(Errc::timeout, describe(),
                 "timed out after " + std::to_string(waited / 1000.0).substr(0, 6) +
                     " s (GPUCOMM_TIMEOUT sets the limit)");
+        }
       }
     }
   }

@@ -27,8 +27,9 @@ size_t utf8_sequence_length(std::string_view s, size_t i) {
   } else if ((c & 0xF8) == 0xF0) {
     n = 4;
     cp = c & 0x07;
-  } else
+  } else {
     return 0;
+  }
   if (i + n > s.size()) return 0;
   for (size_t k = 1; k < n; ++k) {
     if ((byte(i + k) & 0xC0) != 0x80) return 0;

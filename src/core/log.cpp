@@ -14,9 +14,10 @@ namespace {
 Level initial_level() {
   Level l = Level::warn;
   if (const char* v = std::getenv("GPUCOMM_LOG_LEVEL")) {
-    if (!parse_level(v, &l))
+    if (!parse_level(v, &l)) {
       std::fprintf(stderr, "[gpucomm] warning: GPUCOMM_LOG_LEVEL='%s' is not one of error, warn, info, debug, trace\n",
                    v);
+    }
   }
   return l;
 }
@@ -57,11 +58,12 @@ bool parse_level(const std::string& text, Level* out) noexcept {
     Level l;
   } table[] = {{"error", Level::error}, {"warn", Level::warn},   {"warning", Level::warn},
                {"info", Level::info},   {"debug", Level::debug}, {"trace", Level::trace}};
-  for (const auto& e : table)
+  for (const auto& e : table) {
     if (text == e.name) {
       *out = e.l;
       return true;
     }
+  }
   return false;
 }
 
@@ -69,10 +71,11 @@ void write(Level l, const std::string& msg) {
   static std::mutex mu;
   char prefix[64];
   int rank = process_rank();
-  if (rank >= 0)
+  if (rank >= 0) {
     std::snprintf(prefix, sizeof prefix, "[gpucomm %d/%d %s]", rank, process_size(), tag(l));
-  else
+  } else {
     std::snprintf(prefix, sizeof prefix, "[gpucomm pid %d %s]", static_cast<int>(getpid()), tag(l));
+  }
   std::lock_guard<std::mutex> g(mu);
   std::fprintf(stderr, "%s %s\n", prefix, msg.c_str());
   std::fflush(stderr);

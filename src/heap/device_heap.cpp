@@ -223,11 +223,12 @@ void DeviceHeap::map_vmm(bootstrap::Bootstrap& b, const std::vector<int>& local,
       if (m.va) d.mem_address_free(m.va, bytes);
       if (m.handle) d.mem_release(m.handle);
       std::string why = std::string(step) + ": " + (text ? text : "error");
-      if (r == me)
+      if (r == me) {
         error = "mapping this PE's own GPU heap failed: " + why;
-      else
+      } else {
         GPUCOMM_LOG(warn, "rank " << r << "'s GPU heap cannot be mapped on device " << device_ << " (" << why
                                   << "); it is unreachable from this PE");
+      }
       continue;
     }
     vmm_.push_back(m);

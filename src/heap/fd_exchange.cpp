@@ -78,10 +78,11 @@ std::vector<int> recv_fds(int sock, int from_rank) {
     fds.resize(count);
     std::memcpy(fds.data(), CMSG_DATA(c), count * sizeof(int));
   }
-  if (fds.size() != n || (msg.msg_flags & MSG_CTRUNC))
+  if (fds.size() != n || (msg.msg_flags & MSG_CTRUNC)) {
     raise(Errc::protocol, "fd exchange",
           "rank " + std::to_string(from_rank) + " sent " + std::to_string(n) + " descriptors, received " +
               std::to_string(fds.size()));
+  }
   return fds;
 }
 
@@ -115,10 +116,11 @@ std::vector<std::vector<int>> exchange_fds(bootstrap::Bootstrap& b, const std::v
       for (size_t served = 0; served < peers;) {
         auto left =
             std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
-        if (left <= 0)
+        if (left <= 0) {
           raise(Errc::timeout, "fd exchange",
                 "rank " + std::to_string(me) + " served " + std::to_string(served) + " of " + std::to_string(peers) +
                     " local peers");
+        }
         pollfd p{lfd, POLLIN, 0};
         if (::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 200))) <= 0) {
           if (b.failed()) raise(Errc::peer_failure, "fd exchange", b.failure());

@@ -33,16 +33,16 @@ IpcShare::IpcShare(bootstrap::Bootstrap& b, const std::vector<int>& node_of, voi
   mine.bytes = bytes;
   auto all = b.allgather(std::string(reinterpret_cast<const char*>(&mine), sizeof mine));
   addresses_.assign(static_cast<size_t>(n), nullptr);
-  std::string error;
   for (int r = 0; r < n; ++r) {
     Record rec;
     if (all[static_cast<size_t>(r)].size() != sizeof rec)
       raise(Errc::protocol, what, "malformed IPC record from rank " + std::to_string(r));
     std::memcpy(&rec, all[static_cast<size_t>(r)].data(), sizeof rec);
-    if (rec.bytes != bytes)
+    if (rec.bytes != bytes) {
       raise(Errc::invalid_argument, what,
             "rank " + std::to_string(r) + " shares " + std::to_string(rec.bytes) + " bytes, this PE " +
                 std::to_string(bytes) + " (the call is collective and symmetric)");
+    }
     if (r == me) {
       addresses_[static_cast<size_t>(r)] = static_cast<char*>(local);
       continue;

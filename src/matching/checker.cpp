@@ -40,9 +40,10 @@ bool index(const std::vector<Envelope>& old_q, const std::vector<Envelope>& new_
 std::string check_rest(const std::vector<Envelope>& q, std::unordered_map<uint32_t, Entry>& all, const char* name) {
   size_t expected = 0;
   for (auto& [h, e] : all) expected += e.used ? 0 : 1;
-  if (q.size() != expected)
+  if (q.size() != expected) {
     return std::string(name) + " holds " + std::to_string(q.size()) + " entries, " + std::to_string(expected) +
            " are unmatched";
+  }
   std::unordered_map<uint32_t, int> seen;
   for (const auto& e : q) {
     auto it = all.find(e.handle);
@@ -89,10 +90,11 @@ std::string check_legal_matching(const Batch& b, const Outcome& out) {
                   Key{e.comm, kAnySource, kAnyTag}}) {
       auto it = open.find(k);
       if (it == open.end()) continue;
-      if (m.is_new ? it->second.first > 0 : it->second.second > 0)
+      if (m.is_new ? it->second.first > 0 : it->second.second > 0) {
         return "not maximal: unmatched message " + env_text(e) + " fits an unmatched receive (" +
                std::to_string(std::get<0>(k)) + "," + std::to_string(std::get<1>(k)) + "," +
                std::to_string(std::get<2>(k)) + ")";
+      }
     }
   }
   return {};
@@ -129,10 +131,11 @@ Outcome merge_partitions(const Batch& whole, const std::vector<Outcome>& parts) 
   for (const auto& p : parts) {
     for (const auto& m : p.matches) {
       size_t rr = recv_rank.at(m.recv);
-      if (rr < old_prq)
+      if (rr < old_prq) {
         phase1.push_back({msg_rank.at(m.msg), m});
-      else
+      } else {
         phase2.push_back({rr, m});
+      }
     }
     for (const auto& e : p.umq) umq.push_back({msg_rank.at(e.handle), e});
     for (const auto& e : p.prq) prq.push_back({recv_rank.at(e.handle), e});

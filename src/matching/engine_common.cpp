@@ -52,9 +52,10 @@ std::vector<Outcome> run_on_gpu(Engine e, const std::vector<Batch>& batches, con
   std::vector<uint32_t> status;
   auto out = set.download(nullptr, &status);
   for (size_t i = 0; i < status.size(); ++i) {
-    if (status[i] & (kStatusInfo - 1))
+    if (status[i] & (kStatusInfo - 1)) {
       raise(Errc::invalid_argument, std::string("matching engine ") + engine_name(e),
             "job " + std::to_string(i) + ": " + status_text(status[i]));
+    }
   }
   return out;
 }

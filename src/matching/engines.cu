@@ -78,10 +78,11 @@ __global__ void __launch_bounds__(kWarpKernelThreads) warp_kernel(SetView v) {
   const uint32_t warps = gridDim.x * (kWarpKernelThreads / 32);
   for (uint32_t i = blockIdx.x * (kWarpKernelThreads / 32) + coop::warp_id(); i < v.count; i += warps) {
     const MatchJob job = job_of(v, i);
-    if (kMode == 2)
+    if (kMode == 2) {
       match_partitioned(coop::Warp{}, job, s[coop::warp_id()]);
-    else
+    } else {
       match_ordered(coop::Warp{}, job, s[coop::warp_id()], kMode == 1);
+    }
   }
 }
 
@@ -249,15 +250,17 @@ void DeviceBatchSet::run(Engine e, cudaStream_t stream, const RunOptions& o) {
     case Engine::mpi:
     case Engine::no_unexpected:
       if (warp_level) {
-        if (e == Engine::mpi)
+        if (e == Engine::mpi) {
           warp_kernel<0><<<grid_for(n, warps_per_block), kWarpKernelThreads, 0, stream>>>(v);
-        else
+        } else {
           warp_kernel<1><<<grid_for(n, warps_per_block), kWarpKernelThreads, 0, stream>>>(v);
+        }
       } else {
-        if (e == Engine::mpi)
+        if (e == Engine::mpi) {
           block_kernel<false><<<grid_for(n, 1), kBlockThreads, 0, stream>>>(v);
-        else
+        } else {
           block_kernel<true><<<grid_for(n, 1), kBlockThreads, 0, stream>>>(v);
+        }
       }
       GPUCOMM_CUDA_CHECK_LAUNCH(std::string(engine_name(e)) + (warp_level ? " warp kernel" : " block kernel"));
       break;
@@ -291,10 +294,11 @@ std::vector<Outcome> DeviceBatchSet::download(cudaStream_t stream, std::vector<u
   for (size_t i = 0; i < desc.size(); ++i) {
     const JobDesc& d = desc[i];
     const JobDesc& d0 = m.desc[i];
-    if (d.umq_size > d0.umq_cap || d.prq_size > d0.prq_cap || d.n_matches > d0.n_msgs + d0.n_recvs)
+    if (d.umq_size > d0.umq_cap || d.prq_size > d0.prq_cap || d.n_matches > d0.n_msgs + d0.n_recvs) {
       raise(Errc::internal, "DeviceBatchSet::download",
             "job " + std::to_string(i) + " reports sizes beyond its capacities (umq " + std::to_string(d.umq_size) +
                 ", prq " + std::to_string(d.prq_size) + ", matches " + std::to_string(d.n_matches) + ")");
+    }
     Outcome& o = out[i];
     o.matches.assign(matches.begin() + d0.match_off, matches.begin() + d0.match_off + d.n_matches);
     o.umq.assign(umq.begin() + d0.umq_off, umq.begin() + d0.umq_off + d.umq_size);

@@ -35,23 +35,26 @@ uint32_t ListMatcher::alloc(const Envelope& e, bool is_recv) {
 
 void ListMatcher::append(List& l, uint32_t n) {
   nodes_[n].prev = l.tail;
-  if (l.tail != kNil)
+  if (l.tail != kNil) {
     nodes_[l.tail].next = n;
-  else
+  } else {
     l.head = n;
+  }
   l.tail = n;
 }
 
 void ListMatcher::unlink(List& l, uint32_t n) {
   Node& x = nodes_[n];
-  if (x.prev != kNil)
+  if (x.prev != kNil) {
     nodes_[x.prev].next = x.next;
-  else
+  } else {
     l.head = x.next;
-  if (x.next != kNil)
+  }
+  if (x.next != kNil) {
     nodes_[x.next].prev = x.prev;
-  else
+  } else {
     l.tail = x.prev;
+  }
   free_.push_back(n);
 }
 

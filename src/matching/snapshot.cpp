@@ -160,10 +160,11 @@ std::vector<Snapshot> parse_snapshots(const std::string& text, const std::string
     if (s.kind != Value::object) r.fail(at + " is not an object");
     Snapshot snap;
     if (auto it = s.fields.find("app"); it != s.fields.end()) {
-      if (it->second.kind == Value::string)
+      if (it->second.kind == Value::string) {
         snap.app = it->second.str;
-      else if (it->second.kind == Value::number)
+      } else if (it->second.kind == Value::number) {
         snap.app = std::to_string(static_cast<long long>(it->second.num));
+      }
     }
     if (auto it = s.fields.find("rank"); it != s.fields.end() && it->second.kind == Value::number)
       snap.rank = static_cast<int64_t>(it->second.num);

@@ -32,9 +32,10 @@ CopyEngineExecutor::~CopyEngineExecutor() {
 
 char* CopyEngineExecutor::at(int pe, int64_t off) const {
   char* b = bases_[static_cast<size_t>(pe)];
-  if (!b)
+  if (!b) {
     throw DescriptorFault(QueueFault::unreachable, Field::pe,
                           "PE " + std::to_string(pe) + "'s heap is not mapped on this GPU");
+  }
   return b + off;
 }
 
@@ -72,26 +73,29 @@ uint64_t* CopyEngineExecutor::stage_inline(uint64_t value) {
 void CopyEngineExecutor::start(const Descriptor& d, uint64_t* done) {
   switch (d.opcode) {
     case Opcode::put:
-      if (d.bytes)
+      if (d.bytes) {
         check(cudaMemcpyAsync(at(d.pe, d.remote), reinterpret_cast<const void*>(d.local), d.bytes, cudaMemcpyDefault,
                               stream_),
               "cudaMemcpyAsync", d);
+      }
       break;
     case Opcode::put_inline:
       check(cudaMemcpyAsync(at(d.pe, d.remote), stage_inline(d.value), d.bytes, cudaMemcpyHostToDevice, stream_),
             "cudaMemcpyAsync", d);
       break;
     case Opcode::get:
-      if (d.bytes)
+      if (d.bytes) {
         check(
             cudaMemcpyAsync(reinterpret_cast<void*>(d.local), at(d.pe, d.remote), d.bytes, cudaMemcpyDefault, stream_),
             "cudaMemcpyAsync", d);
+      }
       break;
     case Opcode::put_signal:
-      if (d.bytes)
+      if (d.bytes) {
         check(cudaMemcpyAsync(at(d.pe, d.remote), reinterpret_cast<const void*>(d.local), d.bytes, cudaMemcpyDefault,
                               stream_),
               "cudaMemcpyAsync", d);
+      }
       [[fallthrough]];
     case Opcode::signal:
       check(
@@ -122,9 +126,10 @@ void CopyEngineExecutor::progress() {
   while (!groups_.empty()) {
     cudaError_t e = cudaEventQuery(groups_.front().event);
     if (e == cudaErrorNotReady) return;
-    if (e != cudaSuccess)
+    if (e != cudaSuccess) {
       throw DescriptorFault(QueueFault::transport, Field::none,
                             std::string("copy-engine proxy: a copy failed: ") + cudaGetErrorString(e));
+    }
     Group& g = groups_.front();
     for (uint64_t* d : g.done) set_done(d);
     stage_free_ = g.stage_end;

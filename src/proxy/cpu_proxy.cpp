@@ -102,10 +102,11 @@ struct CpuProxy::Impl {
       store_release(done, uint64_t(0));
       try {
         validate(*d, geometry);
-        if (d->opcode == Opcode::nop)
+        if (d->opcode == Opcode::nop) {
           set_done(done);
-        else
+        } else {
           w.exec->start(*d, done);
+        }
       } catch (const DescriptorFault& e) {
         fault(q, t, e.fault(), e.field(), e.detail());
         break;
@@ -149,9 +150,10 @@ struct CpuProxy::Impl {
       CPU_ZERO(&set);
       for (int c : w.cpus)
         if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &set);
-      if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0)
+      if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) {
         GPUCOMM_LOG(warn,
                     "proxy: could not pin a thread to CPU(s) " << w.cpus.front() << (w.cpus.size() > 1 ? "..." : ""));
+      }
     }
     if (opts.device >= 0 && cudaSetDevice(opts.device) != cudaSuccess) {
       fail_all(w, QueueFault::agent_stopped,
@@ -189,9 +191,10 @@ struct CpuProxy::Impl {
         break;
       }
       if (stop.load(std::memory_order_acquire)) {
-        if (drain_deadline == Clock::time_point{})
+        if (drain_deadline == Clock::time_point{}) {
           drain_deadline =
               Clock::now() + std::chrono::milliseconds(opts.timeout_ms > 0 ? opts.timeout_ms : INT64_C(1) << 40);
+        }
         if (quiet(w)) break;
         if (Clock::now() > drain_deadline) {
           fail_all(w, QueueFault::agent_stopped, "the proxy stopped with entries outstanding (drain timed out)");
@@ -200,12 +203,13 @@ struct CpuProxy::Impl {
       }
     }
     // Nobody serves these queues any more: later posts fail at once instead of waiting.
-    for (auto& q : w.queues)
+    for (auto& q : w.queues) {
       if (!q->dead) {
         q->dead = true;
         store_release(q->v.fault_ticket, q->next);
         store_release(q->v.status, static_cast<uint32_t>(QueueFault::agent_stopped));
       }
+    }
     w.cpu_final = thread_cpu_seconds(pthread_self());
     w.alive.store(false, std::memory_order_release);
   }
@@ -222,10 +226,11 @@ CpuProxy::CpuProxy(std::vector<QueueView> queues, const HeapGeometry& geometry, 
   for (int t = 0; t < nt; ++t) {
     auto w = std::make_unique<Worker>();
     w->exec = make(t);
-    if (!impl_->opts.cpus.empty())
+    if (!impl_->opts.cpus.empty()) {
       w->cpus = {impl_->opts.cpus[static_cast<size_t>(t) % impl_->opts.cpus.size()]};
-    else
+    } else {
       w->cpus = impl_->opts.cpu_set;
+    }
     impl_->workers.push_back(std::move(w));
   }
   for (size_t i = 0; i < queues.size(); ++i)

@@ -9,9 +9,10 @@ namespace gpucomm::proxy {
 
 char* HostCopyExecutor::at(int pe, int64_t off) const {
   char* b = bases_[static_cast<size_t>(pe)];
-  if (!b)
+  if (!b) {
     throw DescriptorFault(QueueFault::unreachable, Field::pe,
                           "PE " + std::to_string(pe) + " is not mapped into this process");
+  }
   return b + off;
 }
 

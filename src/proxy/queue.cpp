@@ -38,9 +38,10 @@ struct Queue::Block {
     switch (where) {
       case Where::host:
         host = static_cast<char*>(std::aligned_alloc(kLine, bytes));
-        if (!host)
+        if (!host) {
           raise(Errc::out_of_memory, "proxy queue",
                 "no host memory for a queue of " + std::to_string(bytes) + " bytes");
+        }
         std::memset(host, 0, bytes);
         break;
       case Where::pinned: {

@@ -41,12 +41,14 @@ std::string describe_device_failure(const DeviceDiag& d, uint64_t heap_bytes) {
       return where + op + " to PE " + std::to_string(d.peer) + " (" + addr + "): PE " + std::to_string(d.peer) +
              " is not reachable from this GPU (another node, or no peer access)";
     case DeviceFault::bad_argument:
-      if (d.cmp == Cmp::lt)
+      if (d.cmp == Cmp::lt) {
         return where + op + ": PE " + std::to_string(static_cast<int64_t>(d.expected)) + " is outside 0.." +
                std::to_string(static_cast<int64_t>(d.seen) - 1);
-      if (d.cmp == Cmp::le)
+      }
+      if (d.cmp == Cmp::le) {
         return where + op + ": " + addr + " (+" + std::to_string(d.expected) +
                " bytes) is not inside the symmetric heap of " + std::to_string(d.seen ? d.seen : heap_bytes) + " bytes";
+      }
       return where + op + ": " + addr + " is not aligned to " + std::to_string(d.seen) + " bytes";
     case DeviceFault::proxy:
       return where + op + (d.peer >= 0 ? " to PE " + std::to_string(d.peer) : std::string()) + ": proxy queue " +

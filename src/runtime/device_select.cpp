@@ -27,16 +27,18 @@ int select_device(const std::string& mode, int local_rank) {
   if (mode == "host") return -1;
   int count = cuda_device_count();
   if (count == 0) {
-    if (mode == "gpu")
+    if (mode == "gpu") {
       raise(Errc::unsupported, "Runtime",
             "GPUCOMM_DEVICE=gpu, but no CUDA device is usable here (no GPU or no driver)");
+    }
     return -1;
   }
   int64_t id = env::get_int("GPUCOMM_DEVICE_ID", -1);
   if (id < 0) id = (local_rank < 0 ? 0 : local_rank) % count;
-  if (id >= count)
+  if (id >= count) {
     raise_arg("Runtime", "GPUCOMM_DEVICE_ID",
               std::to_string(id) + " is not below the " + std::to_string(count) + " visible GPUs");
+  }
   return static_cast<int>(id);
 }
 

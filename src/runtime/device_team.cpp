@@ -11,11 +11,12 @@ namespace gpucomm {
 
 TeamHandle Runtime::device_team_checked(const Team& team, uint32_t version, size_t bytes) const {
   GPUCOMM_CHECK_ARG(team.valid(), "Runtime::device_team", "team", "is not a team this PE belongs to");
-  if (version != kHandleVersion || bytes != sizeof(TeamHandle))
+  if (version != kHandleVersion || bytes != sizeof(TeamHandle)) {
     raise_arg("Runtime::device_team", "headers",
               "the program was compiled against gpucomm headers of handle version " + std::to_string(version) + " (" +
                   std::to_string(bytes) + "-byte TeamHandle), this library has version " +
                   std::to_string(kHandleVersion) + ": rebuild it against this library's headers");
+  }
   const Team::State& s = *team.state_;
   TeamHandle t{};
   t.magic = kTeamMagic;

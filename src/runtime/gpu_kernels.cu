@@ -34,10 +34,11 @@ __global__ void wait_kernel(DeviceHandle h, uint64_t* ivar, Cmp cmp, uint64_t va
 __global__ void barrier_kernel(DeviceHandle h, TeamHandle team) {
   mem::fence<mem::kSystem>(mem::seq_cst);
   proxy::quiet_all_queues(h);  // earlier kernels' queued entries too (stream order)
-  if (team.slot == 0 && (h.flags & kHandleSetSignalsOnly))
+  if (team.slot == 0 && (h.flags & kHandleSetSignalsOnly)) {
     device::barrier_master(coop::Thread{}, h);
-  else
+  } else {
     device::barrier(coop::Thread{}, h, team);
+  }
 }
 
 template <class T>
@@ -49,11 +50,12 @@ __global__ void atomic_kernel(DeviceHandle h, AtomicOp op, unsigned width, void*
                               uint64_t compare, int pe, uint64_t* result) {
   mem::fence<mem::kSystem>(mem::seq_cst);  // host atomics are ordered after the PE's earlier operations
   uint64_t old;
-  if (width == 4)
+  if (width == 4) {
     old = apply_atomic<uint32_t>(h, op, static_cast<uint32_t*>(dst), static_cast<uint32_t>(operand),
                                  static_cast<uint32_t>(compare), pe);
-  else
+  } else {
     old = apply_atomic<uint64_t>(h, op, static_cast<uint64_t*>(dst), operand, compare, pe);
+  }
   // The host reads the result after the stream synchronized.
   mem::store<mem::kSystem>(result, old, mem::relaxed);
 }

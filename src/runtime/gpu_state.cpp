@@ -63,15 +63,17 @@ void Runtime::gpu_init() {
 }
 
 DeviceHandle Runtime::device_handle_checked(uint32_t version, size_t bytes) const {
-  if (!gpu_)
+  if (!gpu_) {
     raise(Errc::unsupported, "Runtime::device_handle",
           "this is a host-memory PE; device handles exist on GPU PEs (GPUCOMM_DEVICE=gpu or auto with a GPU)");
-  if (version != kHandleVersion || bytes != sizeof(DeviceHandle))
+  }
+  if (version != kHandleVersion || bytes != sizeof(DeviceHandle)) {
     raise_arg("Runtime::device_handle", "headers",
               "the program was compiled against gpucomm headers of handle version " + std::to_string(version) + " (" +
                   std::to_string(bytes) + "-byte DeviceHandle), this library has version " +
                   std::to_string(kHandleVersion) + " (" + std::to_string(sizeof(DeviceHandle)) +
                   " bytes): rebuild it against this library's headers");
+  }
   return gpu_->handle;
 }
 

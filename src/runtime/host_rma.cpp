@@ -20,19 +20,21 @@ namespace gpucomm {
 void Runtime::check_sym(const void* sym, size_t bytes, int pe, const char* op) const {
   check_pe(pe, op);
   if (!heap_) raise(Errc::internal, op, "the runtime has no symmetric heap");
-  if (!heap_->contains(sym, bytes))
+  if (!heap_->contains(sym, bytes)) {
     raise_arg(op, "symmetric address",
               hex(sym) + " (+" + std::to_string(bytes) + " bytes) is not inside the symmetric heap [" +
                   hex(heap_->base()) + ", +" + std::to_string(heap_->size()) + ")");
+  }
 }
 
 char* Runtime::remote(const void* sym, size_t bytes, int pe, const char* op) const {
   check_sym(sym, bytes, pe, op);
   char* p = static_cast<char*>(heap_->peer_address(sym, pe));
-  if (!p)
+  if (!p) {
     raise(Errc::unsupported, op,
           "PE " + std::to_string(pe) + " is on node " + std::to_string(node_of_[static_cast<size_t>(pe)]) +
               " and not directly reachable from this PE (and no proxy transport serves it)");
+  }
   return p;
 }
 
@@ -162,9 +164,10 @@ T Runtime::host_atomic(AtomicOp op, const T* dst, T a, T b, int pe, const char* 
     return static_cast<T>(proxy_call(d, name, true));
   }
   char* r = remote(dst, sizeof(T), pe, name);
-  if (gpu_)
+  if (gpu_) {
     return static_cast<T>(
         gpu_atomic(op, sizeof(T), const_cast<T*>(dst), static_cast<uint64_t>(a), static_cast<uint64_t>(b), pe, name));
+  }
   return static_cast<T>(mem::host_apply_atomic(r, sizeof(T), op, static_cast<uint64_t>(a), static_cast<uint64_t>(b)));
 }
 

@@ -59,10 +59,11 @@ std::vector<int> parse_cpu_list(const std::string& text, const char* what) {
     char dash = 0;
     std::stringstream ps(part);
     ps >> a;
-    if (ps >> dash)
+    if (ps >> dash) {
       ps >> b;
-    else
+    } else {
       b = a;
+    }
     if (a < 0 || b < a || (dash && dash != '-') || !ps.eof())
       raise_arg("proxy", what, "'" + text + "' is not a CPU list like 2,3,8-11");
     for (int c = a; c <= b; ++c) out.push_back(c);
@@ -75,12 +76,14 @@ Route route_for(transport::Kind kind, bool reachable, bool gpu, int pe, int node
   const std::string where = "PE " + std::to_string(pe) + " (node " + std::to_string(node) + ", this PE's node " +
                             std::to_string(my_node) + ")";
   if (!reachable) {
-    if (kind == Kind::direct)
+    if (kind == Kind::direct) {
       raise(Errc::unsupported, "GPUCOMM_TRANSPORT=direct",
             where + " is not mapped into this process; direct needs every PE on this node");
-    if (kind == Kind::proxy_gpu)
+    }
+    if (kind == Kind::proxy_gpu) {
       raise(Errc::unsupported, "GPUCOMM_TRANSPORT=proxy-gpu",
             where + " is not mapped on this GPU; the GPU service agent reaches mapped PEs only");
+    }
     return Route::ucx;
   }
   switch (kind) {
@@ -90,9 +93,10 @@ Route route_for(transport::Kind kind, bool reachable, bool gpu, int pe, int node
     case Kind::proxy_cpu:
       return gpu ? Route::copy_engine : Route::host_copy;
     case Kind::proxy_gpu:
-      if (!gpu)
+      if (!gpu) {
         raise(Errc::unsupported, "GPUCOMM_TRANSPORT=proxy-gpu",
               "the GPU service agent serves GPU PEs; this is a host-memory PE");
+      }
       return Route::sm_agent;
     case Kind::ucx:
       return Route::ucx;
@@ -137,10 +141,11 @@ class ProxyBuilder {
   void agree_on_transport(const RuntimeOptions& opts) {
     const char* what = opts.transport.empty() ? "GPUCOMM_TRANSPORT" : "RuntimeOptions::transport";
     P_.kind = requested_transport(opts);
-    if (auto d = b_.agree(transport::kind_name(P_.kind)))
+    if (auto d = b_.agree(transport::kind_name(P_.kind))) {
       raise_arg("Runtime", what,
                 "rank " + std::to_string(d.rank) + " uses " + d.value + " and this PE " +
                     transport::kind_name(P_.kind) + "; set it the same way on every PE");
+    }
   }
 
   // 2. A route per PE, and what they need: a CPU proxy, the GPU agent, UCX (collective: UCX is
@@ -167,10 +172,11 @@ class ProxyBuilder {
   void agree_on_threads() {
     P_.threads = checked_int("GPUCOMM_PROXY_THREADS", 1, 1, 64);
     if (!any_ucx_) return;
-    if (auto d = b_.agree(std::to_string(P_.threads)))
+    if (auto d = b_.agree(std::to_string(P_.threads))) {
       raise_arg("Runtime", "GPUCOMM_PROXY_THREADS",
                 "rank " + std::to_string(d.rank) + " uses " + d.value + " proxy threads and this PE " +
                     std::to_string(P_.threads) + "; UCX needs the same number on every PE");
+    }
   }
 
   bool needs_agents() const { return need_cpu_ || need_agent_; }
@@ -217,6 +223,7 @@ class ProxyBuilder {
     o.rank = rank_;
     o.liveness = &b_;
     std::vector<proxy::Queue*> qs;
+    qs.reserve(P_.device_queues.size());
     for (auto& q : P_.device_queues) qs.push_back(q.get());
     auto& dh = static_cast<heap::DeviceHeap&>(heap_);
     P_.gpu = std::make_unique<proxy::ServiceAgent>(qs, dh.device_peer_bases(), geometry_, o);
@@ -226,6 +233,7 @@ class ProxyBuilder {
   void fill_device_handle() {
     if (!device_proxy_) return;
     std::vector<proxy::QueueView> producer_views;
+    producer_views.reserve(P_.device_queues.size());
     for (auto& q : P_.device_queues) producer_views.push_back(P_.gpu ? P_.gpu->producer_view(*q) : q->producer_view());
     check_cuda(cudaMalloc(reinterpret_cast<void**>(&P_.device_views), sizeof(proxy::QueueView) * producer_views.size()),
                "cudaMalloc", "the device handle's queue table");
@@ -248,6 +256,7 @@ class ProxyBuilder {
     if (!need_cpu_) return;
     std::vector<std::unique_ptr<transport::Remote>> remotes = open_remotes();
     std::vector<char*> bases;
+    bases.reserve(size_);
     for (int r = 0; r < size_; ++r) bases.push_back(heap_.peer_base(r));
     // CpuProxy calls the factory once per thread, inside its constructor.
     auto make = [&](int t) { return make_executor(t, bases, remotes); };
@@ -301,18 +310,20 @@ class ProxyBuilder {
       } else {
         if (local < 0) {
           local = static_cast<int>(paths.size());
-          if (gpu_)
+          if (gpu_) {
             paths.push_back(std::make_unique<proxy::CopyEngineExecutor>(bases, device_));
-          else
+          } else {
             paths.push_back(std::make_unique<proxy::HostCopyExecutor>(bases));
+          }
         }
         route[static_cast<size_t>(r)] = local;
       }
     }
     // A thread whose remote instance no route uses still progresses it (it may be a UCX target).
-    if (remote < 0 && t < static_cast<int>(remotes.size()) && remotes[static_cast<size_t>(t)])
+    if (remote < 0 && t < static_cast<int>(remotes.size()) && remotes[static_cast<size_t>(t)]) {
       paths.push_back(
           std::make_unique<proxy::RemoteExecutor>(std::move(remotes[static_cast<size_t>(t)]), geometry_.control_bytes));
+    }
     return std::make_unique<proxy::RoutingExecutor>(std::move(paths), std::move(route));
   }
 
@@ -326,9 +337,10 @@ class ProxyBuilder {
     if (!gpu_) return;
     try {
       auto topo = topology::detect();
-      for (const auto& g : topo.gpus)
+      for (const auto& g : topo.gpus) {
         if (g.index == device_ && !g.cpu_affinity.empty())
           o.cpu_set = parse_cpu_list(g.cpu_affinity, "GPU CPU affinity");
+      }
     } catch (const std::exception& e) {
       GPUCOMM_LOG(debug, "proxy: no CPU affinity for GPU " << device_ << ": " << e.what());
     }

@@ -7,9 +7,10 @@
 namespace gpucomm {
 
 const RegisteredBuffer& Runtime::register_buffer(void* ptr, size_t bytes) {
-  if (!gpu_)
+  if (!gpu_) {
     raise(Errc::unsupported, "register_buffer",
           "host-memory PEs share only their symmetric heap; allocate with Runtime::malloc instead");
+  }
   GPUCOMM_CHECK_ARG(ptr != nullptr && bytes > 0, "register_buffer", "ptr", "must be a non-empty device buffer");
   GPUCOMM_CHECK_ARG(!gpu_->registrations.count(ptr), "register_buffer", "ptr", "is already registered");
   auto reg = std::make_unique<GpuState::Registration>();
@@ -18,10 +19,11 @@ const RegisteredBuffer& Runtime::register_buffer(void* ptr, size_t bytes) {
   reg->buffer.peers.assign(static_cast<size_t>(size_), nullptr);
   // Collective decision: every PE must agree on where the buffer lives.
   bool in_heap = heap_->contains(ptr, bytes);
-  if (auto d = bootstrap_->agree(in_heap ? "heap" : "ipc"))
+  if (auto d = bootstrap_->agree(in_heap ? "heap" : "ipc")) {
     raise_arg("register_buffer", "ptr",
               "rank " + std::to_string(d.rank) + " registers a buffer " + (in_heap ? "outside" : "inside") +
                   " the symmetric heap, this PE one " + (in_heap ? "inside" : "outside") + " it");
+  }
   if (in_heap) {
     for (int r = 0; r < size_; ++r) reg->buffer.peers[static_cast<size_t>(r)] = heap_->peer_address(ptr, r);
   } else {

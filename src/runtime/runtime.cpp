@@ -119,10 +119,11 @@ void Runtime::init(const RuntimeOptions& opts) {
   size_t heap_bytes =
       opts.heap_bytes ? opts.heap_bytes : static_cast<size_t>(env::get_int("GPUCOMM_HEAP_SIZE", 128LL << 20));
   // Every PE must agree on the heap kind: a job mixes GPU and host-memory PEs only by mistake.
-  if (auto d = bootstrap_->agree(kind_ == PeKind::gpu ? "gpu" : "host"))
+  if (auto d = bootstrap_->agree(kind_ == PeKind::gpu ? "gpu" : "host")) {
     raise(Errc::unsupported, "Runtime",
           "rank " + std::to_string(d.rank) + " is a " + d.value + " PE and this one a " +
               (kind_ == PeKind::gpu ? "gpu" : "host") + " PE; set GPUCOMM_DEVICE the same way on every PE");
+  }
   if (kind_ == PeKind::host) {
     heap_ = std::make_unique<heap::HostHeap>(*bootstrap_, node_of_, heap_bytes, job_tag_);
   } else {
@@ -236,26 +237,30 @@ Team Runtime::split(const Team& parent, int color, int key) {
   if (color < 0) return Team();
   std::vector<Entry> same;
   uint64_t busy = 0;
-  for (const auto& e : all)
+  for (const auto& e : all) {
     if (e.color == color) {
       same.push_back(e);
       busy |= e.slots;
     }
+  }
   std::sort(same.begin(), same.end(), [](const Entry& a, const Entry& b) {
     return a.key != b.key ? a.key < b.key : a.world_rank < b.world_rank;
   });
   int slot = -1;
   static_assert(heap::HostControlBlock::kMaxTeams == kMaxTeams, "host and device team slots agree");
-  for (int s = 2; s < kMaxTeams; ++s)
+  for (int s = 2; s < kMaxTeams; ++s) {
     if (!(busy & (uint64_t(1) << s))) {
       slot = s;
       break;
     }
-  if (slot < 0)
+  }
+  if (slot < 0) {
     raise(Errc::out_of_memory, "Runtime::split",
           "all " + std::to_string(kMaxTeams - 2) + " team slots are held by live teams; drop unused teams first");
+  }
   team_slots_->fetch_or(uint64_t(1) << slot);
   std::vector<int> members;
+  members.reserve(same.size());
   for (const auto& e : same) members.push_back(e.world_rank);
   Team t = make_team(slot, members);
   // Everyone's flags for the slot are reset before anyone uses the new team.

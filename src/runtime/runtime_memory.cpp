@@ -27,21 +27,23 @@ void* Runtime::aligned_alloc(size_t alignment, size_t bytes) {
   for (int r = 0; r < size_; ++r) {
     Rec o;
     std::memcpy(&o, recs[static_cast<size_t>(r)].data(), sizeof o);
-    if (o.bytes != rec.bytes || o.alignment != rec.alignment || o.offset != rec.offset)
+    if (o.bytes != rec.bytes || o.alignment != rec.alignment || o.offset != rec.offset) {
       raise(Errc::invalid_argument, "Runtime::malloc",
             "collective allocation #" + std::to_string(call) + " is not symmetric: this PE asked for " +
                 std::to_string(bytes) + " bytes (alignment " + std::to_string(alignment) + "), rank " +
                 std::to_string(r) + " for " + std::to_string(o.bytes) + " (alignment " + std::to_string(o.alignment) +
                 ")");
+    }
   }
 #else
   (void)call;
 #endif
-  if (off == SIZE_MAX)
+  if (off == SIZE_MAX) {
     raise(Errc::out_of_memory, "Runtime::malloc",
           "no free range of " + std::to_string(bytes) + " bytes in the symmetric heap (" +
               std::to_string(alloc_->allocator.bytes_in_use()) + " of " + std::to_string(h.size()) +
               " bytes in use; GPUCOMM_HEAP_SIZE sets the size)");
+  }
   barrier_all();  // nobody writes into the new block before every PE has it
   return h.base() + off;
 }

@@ -55,9 +55,10 @@ void Runtime::wait_until_on_stream(uint64_t* sig, Cmp cmp, uint64_t value, Strea
 
 void Runtime::barrier_on_stream(Stream stream) {
   need_gpu(gpu_.get(), "barrier_on_stream");
-  if (!gpu_all_reachable())
+  if (!gpu_all_reachable()) {
     raise(Errc::unsupported, "barrier_on_stream",
           "some PEs are not reachable from this GPU; device barriers need every PE");
+  }
   check_cuda(detail::launch_barrier(gpu_->handle, device_team(world_), stream), "barrier_on_stream",
              "launching the barrier kernel");
 }

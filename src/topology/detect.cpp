@@ -184,9 +184,10 @@ Topology detect() {
   detail::NvlinkTable nv = detail::query_nvlinks(bus_ids);
   t.nvml_available = nv.available;
   t.nvml_note = nv.available ? "NVLink counts from NVML" : nv.note + "; link types from CUDA P2P attributes only";
-  for (int s = 0; s < n; ++s)
+  for (int s = 0; s < n; ++s) {
     for (int d = 0; d < n; ++d)
       if (s != d) t.links.push_back(describe_link(t, nv, paths, s, d));
+  }
   return t;
 }
 

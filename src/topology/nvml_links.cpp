@@ -76,16 +76,17 @@ const Nvml& nvml() {
       return;
     }
     const char* missing = nullptr;
-    if (!resolve(lib, "nvmlInit_v2", &n.init))
+    if (!resolve(lib, "nvmlInit_v2", &n.init)) {
       missing = "nvmlInit_v2";
-    else if (!resolve(lib, "nvmlShutdown", &n.shutdown))
+    } else if (!resolve(lib, "nvmlShutdown", &n.shutdown)) {
       missing = "nvmlShutdown";
-    else if (!resolve(lib, "nvmlDeviceGetHandleByPciBusId_v2", &n.handle_by_bus_id))
+    } else if (!resolve(lib, "nvmlDeviceGetHandleByPciBusId_v2", &n.handle_by_bus_id)) {
       missing = "nvmlDeviceGetHandleByPciBusId_v2";
-    else if (!resolve(lib, "nvmlDeviceGetNvLinkState", &n.link_state))
+    } else if (!resolve(lib, "nvmlDeviceGetNvLinkState", &n.link_state)) {
       missing = "nvmlDeviceGetNvLinkState";
-    else if (!resolve(lib, "nvmlDeviceGetNvLinkRemotePciInfo_v2", &n.remote_pci))
+    } else if (!resolve(lib, "nvmlDeviceGetNvLinkRemotePciInfo_v2", &n.remote_pci)) {
       missing = "nvmlDeviceGetNvLinkRemotePciInfo_v2";
+    }
     if (missing) {
       n.note = std::string("libnvidia-ml.so.1 lacks ") + missing;
       return;

@@ -15,11 +15,12 @@ using Row = std::vector<std::string>;
 // Left-aligned columns separated by two spaces; trailing blanks trimmed.
 void write_table(std::ostringstream& os, const std::vector<Row>& rows) {
   std::vector<size_t> width;
-  for (const auto& r : rows)
+  for (const auto& r : rows) {
     for (size_t c = 0; c < r.size(); ++c) {
       if (width.size() <= c) width.push_back(0);
       width[c] = std::max(width[c], r[c].size());
     }
+  }
   for (const auto& r : rows) {
     std::string line = "  ";
     for (size_t c = 0; c < r.size(); ++c) {
@@ -33,10 +34,11 @@ void write_table(std::ostringstream& os, const std::vector<Row>& rows) {
 
 std::string bytes_text(uint64_t b) {
   char buf[32];
-  if (b >= (1ULL << 30))
+  if (b >= (1ULL << 30)) {
     std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(b) / static_cast<double>(1ULL << 30));
-  else
+  } else {
     std::snprintf(buf, sizeof buf, "%.0f MiB", static_cast<double>(b) / static_cast<double>(1ULL << 20));
+  }
   return buf;
 }
 
@@ -46,12 +48,13 @@ std::string yes_no(bool b) {
 
 void write_gpus(std::ostringstream& os, const Topology& t) {
   std::vector<Row> rows{{"GPU", "Name", "Bus id", "CC", "SMs", "Memory", "L2", "NUMA", "CPU affinity", "UUID"}};
-  for (const auto& g : t.gpus)
+  for (const auto& g : t.gpus) {
     rows.push_back({std::to_string(g.index), g.name, g.pci_bus_id,
                     std::to_string(g.cc_major) + "." + std::to_string(g.cc_minor), std::to_string(g.sm_count),
                     bytes_text(g.memory_bytes), bytes_text(g.l2_bytes),
                     g.numa_node >= 0 ? std::to_string(g.numa_node) : "N/A",
                     g.cpu_affinity.empty() ? "N/A" : g.cpu_affinity, g.uuid});
+  }
   write_table(os, rows);
 }
 
@@ -76,11 +79,12 @@ void write_matrix(std::ostringstream& os, const Topology& t) {
 
 void write_pairs(std::ostringstream& os, const Topology& t) {
   std::vector<Row> rows{{"Pair", "Type", "Peer access", "Native atomics", "P2P rank", "From"}};
-  for (const auto& l : t.links)
+  for (const auto& l : t.links) {
     rows.push_back({"GPU" + std::to_string(l.src) + " -> GPU" + std::to_string(l.dst),
                     std::string(link_type_name(l.type)) + (l.nvlinks > 0 ? " x" + std::to_string(l.nvlinks) : ""),
                     yes_no(l.peer_access), yes_no(l.native_atomics),
                     l.performance_rank >= 0 ? std::to_string(l.performance_rank) : "N/A", l.source});
+  }
   write_table(os, rows);
 }
 

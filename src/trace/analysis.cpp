@@ -117,32 +117,37 @@ Analysis analyze(const TraceSet& trace, const AnalysisOptions& opt) {
     const RankMetrics& m = acc[r].metrics();
     // Footer cross-check: the per-function call counts the tracer wrote at the end of the file.
     const auto& footer = streams[r].src->footer_counts();
-    for (size_t f = 0; f < footer.size() && f < fid::kAllFunctions; ++f)
-      if (footer[f] != m.calls_by_function[f])
+    for (size_t f = 0; f < footer.size() && f < fid::kAllFunctions; ++f) {
+      if (footer[f] != m.calls_by_function[f]) {
         a.warnings.push_back(streams[r].src->path() + ": footer counts " + std::to_string(footer[f]) + " calls of " +
                              std::string(function_name(static_cast<uint16_t>(f))) + ", the body holds " +
                              std::to_string(m.calls_by_function[f]));
-    for (auto& [dst, c] : m.sends_to)
+      }
+    }
+    for (auto& [dst, c] : m.sends_to) {
       if (dst >= 0 && dst < n) {
         a.pairs[r][dst].sends += c;
         auto it = m.send_bytes_to.find(dst);
         if (it != m.send_bytes_to.end()) a.pairs[r][dst].send_bytes += it->second;
       }
-    for (auto& [src, c] : m.recvs_from)
+    }
+    for (auto& [src, c] : m.recvs_from) {
       if (src >= 0 && src < n) {
         a.pairs[src][r].recvs += c;
         auto it = m.recv_bytes_from.find(src);
         if (it != m.recv_bytes_from.end()) a.pairs[src][r].recv_bytes += it->second;
       }
+    }
     a.queues.push_back(replay.stats(r));
     a.ranks.push_back(m);
   }
   a.run_queues = replay.run_stats();
   a.snapshots = replay.snapshots(opt.snapshot_limit, a.t0_ns);
-  if (a.unreplayed_p2p)
+  if (a.unreplayed_p2p) {
     a.warnings.push_back(std::to_string(a.unreplayed_p2p) +
                          " point-to-point calls use communicators other than MPI_COMM_WORLD/MPI_COMM_SELF and are left "
                          "out of the queue replay");
+  }
   if (a.invalid_peer)
     a.warnings.push_back(std::to_string(a.invalid_peer) + " sends name a destination outside the run");
   a.read_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();

@@ -163,9 +163,10 @@ bool AsciiFile::next(Record& r) {
     consumed_ += line_.size() + 1;
     auto at = line_.find(kReturning);
     if (at != std::string::npos) {
-      if (line_.compare(0, at, name) != 0)
+      if (line_.compare(0, at, name) != 0) {
         fail("'" + name + "' entered at line " + std::to_string(start_line) + " but '" + line_.substr(0, at) +
              "' returns");
+      }
       int thread = 0;
       if (!parse_stamp(std::string_view(line_).substr(at + kReturning.size()), &r.wall_stop_ns, &r.cpu_stop_ns,
                        &thread))
@@ -208,16 +209,17 @@ void AsciiFile::parse_field(Record& r, const std::string& line) {
         int64_t v = 0;
         if (!parse_int(kv.substr(e + 1), &v)) fail("bad status field in '" + line + "'");
         std::string_view k = kv.substr(0, e);
-        if (k == "bytes")
+        if (k == "bytes") {
           s.bytes = static_cast<int32_t>(v);
-        else if (k == "source")
+        } else if (k == "source") {
           s.source = static_cast<int32_t>(v);
-        else if (k == "tag")
+        } else if (k == "tag") {
           s.tag = static_cast<int32_t>(v);
-        else if (k == "cancelled")
+        } else if (k == "cancelled") {
           s.cancelled = static_cast<uint8_t>(v);
-        else if (k == "error")
+        } else if (k == "error") {
           s.error = static_cast<uint8_t>(v);
+        }
       }
       r.statuses.push_back(s);
       r.statuses_recorded = true;
@@ -238,12 +240,13 @@ void AsciiFile::parse_field(Record& r, const std::string& line) {
       if (!parse_int(list.substr(0, c), &v)) fail("bad list value in '" + line + "'");
       sum += v;
       any = true;
-      if (f == Field::requests)
+      if (f == Field::requests) {
         r.requests.push_back(static_cast<int32_t>(v));
-      else if (f == Field::indices)
+      } else if (f == Field::indices) {
         r.indices.push_back(static_cast<int32_t>(v));
-      else if (f == Field::request)
+      } else if (f == Field::request) {
         r.request = static_cast<int32_t>(v);
+      }
       list = c == std::string_view::npos ? std::string_view{} : list.substr(c + 1);
     }
     if (f == Field::counts) r.counts_sum = any ? sum : 0;

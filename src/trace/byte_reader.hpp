@@ -87,9 +87,10 @@ class ByteReader {
   }
   // Checks that `count` elements of `elem` bytes fit before the end; returns count.
   uint32_t checked_length(uint32_t count, uint32_t elem, const char* what) {
-    if (uint64_t(count) * elem > remaining())
+    if (uint64_t(count) * elem > remaining()) {
       fail(tell() - 4, std::string(what) + " length " + std::to_string(count) +
                            " exceeds the bytes left in its section (truncated or corrupt)");
+    }
     return count;
   }
 

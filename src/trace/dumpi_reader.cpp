@@ -48,8 +48,9 @@ DumpiFile::DumpiFile(std::string path, int rank, size_t buffer_bytes) : path_(st
   // at 8, 7, 6 and 5 slots from the end.
   int slots = 0;
   for (int k : {8, 7, 6, 5}) {
-    if (8u * k + 8 > file_size_) continue;  // the index cannot overlap the leading magic
-    in.seek(file_size_ - 8u * k, file_size_);
+    const uint64_t index_bytes = 8 * static_cast<uint64_t>(k);
+    if (index_bytes + 8 > file_size_) continue;  // the index cannot overlap the leading magic
+    in.seek(file_size_ - index_bytes, file_size_);
     if (in.u64() == kHeadMagic) {
       slots = k;
       break;
@@ -64,12 +65,14 @@ DumpiFile::DumpiFile(std::string path, int rank, size_t buffer_bytes) : path_(st
   index_.body = in.u64();
   index_.footer = in.u64();
   index_.keyval = in.u64();
-  const uint64_t index_start = file_size_ - 8u * slots;
+  const uint64_t index_start = file_size_ - 8 * static_cast<uint64_t>(slots);
   for (uint64_t off :
-       {index_.sizes, index_.addresses, index_.perf_labels, index_.header, index_.body, index_.footer, index_.keyval})
-    if (off >= index_start)
+       {index_.sizes, index_.addresses, index_.perf_labels, index_.header, index_.body, index_.footer, index_.keyval}) {
+    if (off >= index_start) {
       in.fail(index_start,
               "index names section offset " + std::to_string(off) + " beyond the data (corrupt or truncated)");
+    }
+  }
   if (index_.body < 8) in.fail(index_start, "index has no body section");
 
   if (index_.header > 0) {
@@ -123,9 +126,10 @@ bool DumpiFile::next(Record& r) {
     return false;
   }
   const detail::Layout& layout = detail::layout_for(id);
-  if (!layout.known)
+  if (!layout.known) {
     in.fail(start, "unknown function id " + std::to_string(id) + " (" + std::string(function_name(id)) +
                        "): its record length is not self-describing, so the rest of the file cannot be read");
+  }
   r.reset();
   r.func = id;
   r.offset = start;
@@ -136,9 +140,10 @@ bool DumpiFile::next(Record& r) {
       uint64_t at = in.tell();
       int64_t sec = int64_t(in.u16()) + sec_offset;
       uint32_t ns = in.u32();
-      if (ns >= 1000000000u)
+      if (ns >= 1000000000u) {
         in.fail(at, "nanosecond field " + std::to_string(ns) + " out of range (corrupt record of " +
                         std::string(function_name(id)) + ")");
+      }
       *out = sec * 1000000000LL + ns;
     }
   };
@@ -301,10 +306,11 @@ bool DumpiFile::next(Record& r) {
       case Op::int_array_since_068: {
         bool array = st.op == Op::int_array_since_069 ? version_at_least(header_.version, 0, 6, 9)
                                                       : version_at_least(header_.version, 0, 6, 8);
-        if (array)
+        if (array) {
           int_array(Role::none);
-        else
+        } else {
           in.skip(4);
+        }
         break;
       }
     }
@@ -321,36 +327,41 @@ DumpiMeta read_meta(const std::string& path) {
   std::string line;
   int lineno = 0;
   bool have_prefix = false, have_np = false;
+  auto fail = [&](const std::string& why) {  // `path: line N: why`
+    std::string msg = path;
+    msg.append(": line ").append(std::to_string(lineno)).append(": ").append(why);
+    raise(Errc::protocol, "trace reader", msg);
+  };
   while (std::getline(is, line)) {
     ++lineno;
     if (line.empty()) continue;
     auto eq = line.find('=');
-    if (eq == std::string::npos)
-      raise(Errc::protocol, "trace reader",
-            path + ": line " + std::to_string(lineno) + ": expected key=value, got '" + line + "'");
+    if (eq == std::string::npos) fail("expected key=value, got '" + line + "'");
     std::string key = line.substr(0, eq), val = line.substr(eq + 1);
     try {
-      if (key == "hostname")
+      if (key == "hostname") {
         m.hostname = val;
-      else if (key == "username")
+      } else if (key == "username") {
         m.username = val;
-      else if (key == "fileprefix") {
+      } else if (key == "fileprefix") {
         m.fileprefix = val;
         have_prefix = true;
       } else if (key == "numprocs") {
         m.numprocs = std::stoi(val);
         have_np = true;
-      } else if (key == "startime" || key == "starttime")
+      } else if (key == "startime" || key == "starttime") {
         m.start_time = std::stoull(val);
-      else if (key == "version")
+      } else if (key == "version") {
         m.version[0] = std::stoi(val);
-      else if (key == "subversion")
+      } else if (key == "subversion") {
         m.version[1] = std::stoi(val);
-      else if (key == "subsubversion")
+      } else if (key == "subsubversion") {
         m.version[2] = std::stoi(val);
+      }
     } catch (const std::exception&) {
-      raise(Errc::protocol, "trace reader",
-            path + ": line " + std::to_string(lineno) + ": bad value for " + key + ": '" + val + "'");
+      std::string why = "bad value for ";
+      why.append(key).append(": '").append(val).append("'");
+      fail(why);
     }
   }
   if (!have_prefix) raise(Errc::protocol, "trace reader", path + ": no fileprefix= line");

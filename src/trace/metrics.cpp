@@ -69,10 +69,11 @@ void RankAccumulator::on_send(const char* fn, bool nonblocking, int32_t count, i
   int64_t ts = type_size(datatype);
   int64_t bytes = ts >= 0 ? int64_t(count) * ts : -1;
   m_.send_elements.add(count);
-  if (bytes >= 0)
+  if (bytes >= 0) {
     m_.send_bytes.add(bytes);
-  else
+  } else {
     ++m_.send_size_unknown;
+  }
   m_.send_peers.insert(peer);
   m_.tags.insert(tag);
   ++m_.sends_to[peer];
@@ -95,10 +96,11 @@ void RankAccumulator::on_recv(const char* fn, bool nonblocking, int32_t count, i
   int64_t ts = type_size(datatype);
   int64_t bytes = ts >= 0 ? int64_t(count) * ts : -1;
   m_.recv_elements.add(count);
-  if (bytes >= 0)
+  if (bytes >= 0) {
     m_.recv_bytes.add(bytes);
-  else
+  } else {
     ++m_.recv_size_unknown;
+  }
   m_.tags.insert(tag);
   PendingRecv p{peer == kAnySource, bytes, count};
   if (peer == kAnySource) {
@@ -141,10 +143,11 @@ void RankAccumulator::on_start(int32_t request, int64_t t, const char* fn, std::
   auto it = persistent_.find(request);
   if (it == persistent_.end()) return;
   const Persistent& p = it->second;
-  if (p.is_send)
+  if (p.is_send) {
     on_send(fn, true, p.count, p.datatype, p.peer, p.tag, p.comm, t, ev);
-  else
+  } else {
     on_recv(fn, true, p.count, p.datatype, p.peer, p.tag, p.comm, t, ev, request, nullptr, false);
+  }
 }
 
 void RankAccumulator::consume(const Record& r, int64_t t, int64_t stop, std::vector<P2PEvent>& ev) {
@@ -259,10 +262,11 @@ void RankAccumulator::consume(const Record& r, int64_t t, int64_t stop, std::vec
     int64_t el = collective_elements(r);
     m_.coll_elements.add(el);
     int64_t ts = r.func == fid::Barrier ? 1 : r.func == fid::Alltoallw ? -1 : type_size(r.datatype);
-    if (ts >= 0)
+    if (ts >= 0) {
       m_.coll_bytes.add(el * ts);
-    else
+    } else {
       ++m_.coll_size_unknown;
+    }
   }
 }
 

@@ -33,9 +33,10 @@ class In {
   In(std::string path, std::string data) : path_(std::move(path)), data_(std::move(data)) {}
   template <typename T>
   T get(const char* what) {
-    if (pos_ + sizeof(T) > data_.size())
+    if (pos_ + sizeof(T) > data_.size()) {
       raise(Errc::protocol, kCall,
             path_ + ": byte offset " + std::to_string(pos_) + ": file ends inside " + what + " (truncated)");
+    }
     uint64_t bits = 0;
     for (size_t k = 0; k < sizeof(T); ++k) bits |= uint64_t(static_cast<uint8_t>(data_[pos_ + k])) << (8 * k);
     pos_ += sizeof(T);
@@ -67,7 +68,7 @@ void write_queue_snapshots(const std::string& path, const std::vector<QueueSnaps
     put<double>(out, s.time_s);
     put<uint32_t>(out, static_cast<uint32_t>(s.umq.size()));
     put<uint32_t>(out, static_cast<uint32_t>(s.prq.size()));
-    for (const auto* q : {&s.umq, &s.prq})
+    for (const auto* q : {&s.umq, &s.prq}) {
       for (const auto& e : *q) {
         put<int32_t>(out, e.comm);
         put<int32_t>(out, e.source);
@@ -75,6 +76,7 @@ void write_queue_snapshots(const std::string& path, const std::vector<QueueSnaps
         put<uint32_t>(out, 0);
         put<int64_t>(out, e.bytes);
       }
+    }
   }
   File f(std::fopen(path.c_str(), "wb"));
   if (!f) raise_errno(kCall, errno, "cannot create " + path);
@@ -106,9 +108,10 @@ std::vector<QueueSnapshot> read_queue_snapshots(const std::string& path) {
     s.reason = static_cast<SnapshotReason>(reason);
     s.time_s = in.get<double>("snapshot");
     uint32_t nu = in.get<uint32_t>("snapshot"), np = in.get<uint32_t>("snapshot");
-    if ((uint64_t(nu) + np) * 24 > in.left())
+    if ((uint64_t(nu) + np) * 24 > in.left()) {
       in.fail(in.pos() - 8,
               "queue lengths " + std::to_string(nu) + " + " + std::to_string(np) + " exceed the file (truncated)");
+    }
     for (uint32_t k = 0; k < nu + np; ++k) {
       QueueEnvelope e;
       e.comm = in.get<int32_t>("envelope");

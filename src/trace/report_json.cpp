@@ -209,14 +209,14 @@ void run_json(JsonWriter& w, const Analysis& a) {
   w.field("nonblocking_recv_share", share(all.nonblocking_recvs, all.recvs));
   w.field("probes", all.probes).field("max_outstanding_recv_requests", all.max_outstanding_recv_requests);
   w.key("pair_mismatches").begin_array();
-  for (size_t s = 0; s < a.pairs.size(); ++s)
+  for (size_t s = 0; s < a.pairs.size(); ++s) {
     for (size_t d = 0; d < a.pairs[s].size(); ++d) {
       const PairTotals& p = a.pairs[s][d];
       if (p.sends) ++pairs;
       bool cbad = p.sends != p.recvs, bbad = p.send_bytes != p.recv_bytes;
       count_bad += cbad;
       bytes_bad += bbad;
-      if ((cbad || bbad) && count_bad + bytes_bad <= 40)
+      if ((cbad || bbad) && count_bad + bytes_bad <= 40) {
         w.begin_object()
             .field("src", s)
             .field("dst", d)
@@ -225,7 +225,9 @@ void run_json(JsonWriter& w, const Analysis& a) {
             .field("send_bytes", p.send_bytes)
             .field("recv_bytes", p.recv_bytes)
             .end_object();
+      }
     }
+  }
   w.end_array();
   w.field("pairs", pairs).field("pair_count_check", count_bad == 0).field("pair_bytes_check", bytes_bad == 0);
   w.key("pair_matrix").begin_array();
@@ -274,13 +276,14 @@ void write_json(const Analysis& a, std::ostream& os, int only_rank) {
   w.field("read_seconds", a.read_seconds);
   w.field("mb_per_s", a.read_seconds > 0 ? double(a.info.total_bytes()) / 1e6 / a.read_seconds : 0.0);
   w.key("files").begin_array();
-  for (auto& f : a.info.files)
+  for (auto& f : a.info.files) {
     w.begin_object()
         .field("rank", f.rank)
         .field("path", f.path)
         .field("bytes", f.bytes)
         .field("format", f.binary ? "dumpi" : "dumpi2ascii")
         .end_object();
+  }
   w.end_array();
   w.end_object();
   run_json(w, a);
@@ -289,13 +292,14 @@ void write_json(const Analysis& a, std::ostream& os, int only_rank) {
     if (only_rank < 0 || static_cast<int>(r) == only_rank) rank_json(w, a.ranks[r], a.queues[r]);
   w.end_array();
   w.key("snapshots").begin_array();
-  for (auto& s : a.snapshots)
+  for (auto& s : a.snapshots) {
     w.begin_object()
         .field("rank", s.rank)
         .field("time_s", s.time_s)
         .field("umq", s.umq.size())
         .field("prq", s.prq.size())
         .end_object();
+  }
   w.end_array();
   w.field("replay_skipped_p2p", a.unreplayed_p2p);
   w.key("warnings").begin_array();

@@ -61,10 +61,11 @@ std::vector<CountHistogram::Bin> CountHistogram::log2_bins() const {
   }
   std::vector<Bin> out;
   for (auto& [e, c] : by_exp) {
-    if (e < 0)
+    if (e < 0) {
       out.push_back({0, 1, c});
-    else
+    } else {
       out.push_back({int64_t(1) << e, int64_t(1) << (e + 1), c});
+    }
   }
   return out;
 }

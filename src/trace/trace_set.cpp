@@ -51,17 +51,19 @@ void from_meta(TraceInfo& info, const std::string& meta_path) {
     f.path = rank_file_path(meta, r);
     if (!fs::exists(f.path)) {
       std::string base = f.path.substr(0, f.path.size() - 4);
-      for (const char* ext : {".txt", ".ascii"})
+      for (const char* ext : {".txt", ".ascii"}) {
         if (fs::exists(base + ext)) {
           f.path = base + ext;
           f.binary = false;
           break;
         }
+      }
     }
-    if (!fs::exists(f.path))
+    if (!fs::exists(f.path)) {
       raise(Errc::invalid_argument, kCall,
             "rank file missing: " + rank_file_path(meta, r) + " (" + meta_path + " lists " +
                 std::to_string(meta.numprocs) + " ranks)");
+    }
     f.bytes = size_of(f.path);
     info.files.push_back(f);
   }
@@ -85,17 +87,19 @@ TraceSet TraceSet::open(const std::string& path) {
     for (auto& e : fs::directory_iterator(p))
       if (e.is_regular_file() && e.path().extension() == ".meta") metas.push_back(e.path().string());
     std::sort(metas.begin(), metas.end());
-    if (metas.size() > 1)
+    if (metas.size() > 1) {
       raise(Errc::invalid_argument, kCall,
             path + " holds " + std::to_string(metas.size()) + " .meta files (" + metas[0] + ", " + metas[1] +
                 ", ...): pass one of them instead of the directory");
+    }
     if (metas.size() == 1) {
       from_meta(ts.info_, metas[0]);
     } else {
       auto ranks = text_ranks(p);
-      if (ranks.empty())
+      if (ranks.empty()) {
         raise(Errc::invalid_argument, kCall,
               path + " holds neither a DUMPI .meta file nor text traces named <prefix>-NNNN.txt");
+      }
       int expect = 0;
       for (auto& [r, file] : ranks) {
         if (r != expect)
@@ -129,16 +133,18 @@ std::unique_ptr<RecordSource> TraceSet::open_rank(int r) const {
   auto file = std::make_unique<DumpiFile>(f.path, f.rank);
   if (!info_.meta_path.empty()) {
     const auto& h = file->header();
-    if (h.start_time != info_.start_time)
+    if (h.start_time != info_.start_time) {
       raise(Errc::protocol, kCall,
             f.path + ": byte offset " + std::to_string(file->index().header + 3) + ": header start time " +
                 std::to_string(h.start_time) + " differs from " + info_.meta_path + " (" +
                 std::to_string(info_.start_time) + "): the file belongs to another run");
-    if (h.version[0] != info_.version[0] || h.version[1] != info_.version[1] || h.version[2] != info_.version[2])
+    }
+    if (h.version[0] != info_.version[0] || h.version[1] != info_.version[1] || h.version[2] != info_.version[2]) {
       raise(Errc::protocol, kCall,
             f.path + ": byte offset " + std::to_string(file->index().header) + ": trace format version " +
                 std::to_string(h.version[0]) + "." + std::to_string(h.version[1]) + "." + std::to_string(h.version[2]) +
                 " differs from the meta file's: the file belongs to another run");
+    }
   }
   return file;
 }

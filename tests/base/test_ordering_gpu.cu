@@ -45,7 +45,7 @@ uint64_t run_store_buffering(bool fenced) {
   uint32_t *x, *y, *seen, *progress;
   GPUCOMM_CUDA_CHECK(cudaMalloc(&x, kTrials * sizeof(uint32_t)));
   GPUCOMM_CUDA_CHECK(cudaMalloc(&y, kTrials * sizeof(uint32_t)));
-  GPUCOMM_CUDA_CHECK(cudaMalloc(&seen, 2 * kTrials * sizeof(uint32_t)));
+  GPUCOMM_CUDA_CHECK(cudaMalloc(&seen, 2 * static_cast<size_t>(kTrials) * sizeof(uint32_t)));
   GPUCOMM_CUDA_CHECK(cudaMalloc(&progress, 2 * sizeof(uint32_t)));
   GPUCOMM_CUDA_CHECK(cudaMemset(x, 0, kTrials * sizeof(uint32_t)));
   GPUCOMM_CUDA_CHECK(cudaMemset(y, 0, kTrials * sizeof(uint32_t)));
@@ -53,7 +53,7 @@ uint64_t run_store_buffering(bool fenced) {
   store_buffering<<<2, 32>>>(x, y, seen, progress, fenced);
   GPUCOMM_CUDA_CHECK_LAUNCH("store_buffering");
   GPUCOMM_CUDA_CHECK(cudaDeviceSynchronize());
-  std::vector<uint32_t> h(2 * kTrials);
+  std::vector<uint32_t> h(2 * static_cast<size_t>(kTrials));
   GPUCOMM_CUDA_CHECK(cudaMemcpy(h.data(), seen, h.size() * sizeof(uint32_t), cudaMemcpyDeviceToHost));
   uint64_t both_zero = 0;
   for (int i = 0; i < kTrials; ++i) both_zero += h[i] == 0 && h[kTrials + i] == 0;
@@ -82,16 +82,18 @@ __global__ void message_passing(uint64_t* data, uint64_t* flags, unsigned long l
       row[t] = (static_cast<uint64_t>(r) << 20) + t + 1;
       detail::publish_group(coop::Block{});
       if (t == 0) {
-        if (posted_add)
+        if (posted_add) {
           mem::red_add<mem::kSystem>(&flags[r], 1, mem::release);
-        else
+        } else {
           mem::store<mem::kSystem>(&flags[r], uint64_t(1), mem::release);
+        }
       }
     } else {
       uint64_t f = 0;
-      if (t == 0)
+      if (t == 0) {
         while ((f = mem::load<mem::kSystem>(&flags[r], mem::acquire)) == 0) {
         }
+      }
       f = detail::broadcast(coop::Block{}, f);
       const uint64_t v = row[t];
       if (v != (static_cast<uint64_t>(r) << 20) + t + 1) atomicAdd(bad, 1ull);

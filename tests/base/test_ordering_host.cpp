@@ -20,7 +20,7 @@ namespace {
 
 TEST(OrderingHost, MessagePassingThroughSignals) {
   constexpr int kRounds = 20000;
-  std::vector<uint64_t> data(kRounds * 4, 0);
+  std::vector<uint64_t> data(static_cast<size_t>(kRounds) * 4, 0);
   std::vector<uint64_t> flags(kRounds, 0);
   uint64_t bad = 0;
   std::thread writer([&] {
@@ -34,9 +34,10 @@ TEST(OrderingHost, MessagePassingThroughSignals) {
     for (int i = 0; i < kRounds; ++i) {
       while (mem::host_load(&flags[static_cast<size_t>(i)], std::memory_order_acquire) == 0) {
       }
-      for (int k = 0; k < 4; ++k)
+      for (int k = 0; k < 4; ++k) {
         bad +=
             mem::host_load(&data[static_cast<size_t>(i) * 4 + k], std::memory_order_relaxed) != uint64_t(i) * 4 + k + 1;
+      }
     }
   });
   writer.join();

@@ -23,6 +23,7 @@ const char* kVars[] = {"GPUCOMM_RANK",
                        "SLURM_NTASKS",
                        "SLURM_LOCALID",
                        "SLURM_NTASKS_PER_NODE",
+                       "SLURM_TASKS_PER_NODE",
                        "SLURM_JOB_ID",
                        "SLURM_STEP_ID",
                        "SLURM_NNODES",
@@ -81,6 +82,24 @@ TEST_F(LaunchEnv, Slurm) {
   EXPECT_EQ(i.size, 6);
   EXPECT_TRUE(i.single_node());
   EXPECT_EQ(i.job_id, "77.0");
+}
+
+TEST_F(LaunchEnv, SlurmTasksPerNode) {
+  setenv("SLURM_PROCID", "1", 1);
+  setenv("SLURM_NTASKS", "8", 1);
+  setenv("SLURM_LOCALID", "1", 1);
+  setenv("SLURM_TASKS_PER_NODE", "4(x2)", 1);
+  EXPECT_EQ(detect_launch().local_size, 4);
+  setenv("SLURM_TASKS_PER_NODE", "4(x1),3", 1);  // not uniform: unknown
+  EXPECT_EQ(detect_launch().local_size, -1);
+  setenv("SLURM_TASKS_PER_NODE", "four(x2)", 1);
+  try {
+    detect_launch();
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("SLURM_TASKS_PER_NODE"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(LaunchEnv, Torchrun) {

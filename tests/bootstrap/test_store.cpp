@@ -21,7 +21,8 @@ template <class Fn>
 void run_ranks(const UniqueId& id, int n, Fn fn) {
   std::vector<std::thread> ts;
   std::vector<std::string> errors(static_cast<size_t>(n));
-  for (int r = 0; r < n; ++r)
+  ts.reserve(n);
+  for (int r = 0; r < n; ++r) {
     ts.emplace_back([&, r] {
       try {
         Bootstrap b(id, r, n);
@@ -31,6 +32,7 @@ void run_ranks(const UniqueId& id, int n, Fn fn) {
         errors[static_cast<size_t>(r)] = e.what();
       }
     });
+  }
   for (auto& t : ts) t.join();
   for (int r = 0; r < n; ++r) EXPECT_EQ(errors[static_cast<size_t>(r)], "") << "rank " << r;
 }
@@ -173,10 +175,12 @@ TEST(Store, GatherTimeoutSaysWhoIsMissing) {
     UniqueId id = UniqueId::create();
     Bootstrap rank0(id, 0, 3);
     Bootstrap rank1(id, 1, 3);  // rank 2 never comes
+    std::string rank1_error;
     std::thread t([&] {
       try {
         rank1.barrier();
-      } catch (const Error&) {
+      } catch (const Error& e) {
+        rank1_error = e.what();  // rank 1 cannot finish the barrier either; rank 0's message is checked
       }
     });
     try {
@@ -187,6 +191,7 @@ TEST(Store, GatherTimeoutSaysWhoIsMissing) {
       EXPECT_NE(std::string(e.what()).find("missing member index(es): 2"), std::string::npos) << e.what();
     }
     t.join();
+    EXPECT_FALSE(rank1_error.empty()) << "rank 1's barrier completed without rank 2";
   }  // finalizing a job whose rank 2 never came also ends within the timeout
   unsetenv("GPUCOMM_TIMEOUT");
 }

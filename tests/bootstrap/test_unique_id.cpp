@@ -32,6 +32,7 @@ TEST(UniqueId, MalformedIdsAreRejectedByName) {
                        "gpucomm1:127.0.0.1:0:00112233445566778899aabbccddeeff",
                        "gpucomm1:127.0.0.1:50x0:00112233445566778899aabbccddeeff",
                        "gpucomm1:127.0.0.1:5000:0011223344556677889zaabbccddeeff",
+                       "gpucomm1:127.0.0.1:5000:+0112233445566778899aabbccddeeff",
                        "gpucomm2:127.0.0.1:5000:00112233445566778899aabbccddeeff"};
   for (const char* text : bad) {
     try {

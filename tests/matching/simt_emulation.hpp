@@ -66,11 +66,12 @@ inline void launch(uint32_t threads, const std::function<void()>& body) {
   blockDim = Dim{threads, 1, 1};
   std::vector<std::thread> pool;
   pool.reserve(threads);
-  for (uint32_t t = 0; t < threads; ++t)
+  for (uint32_t t = 0; t < threads; ++t) {
     pool.emplace_back([t, &body] {
       threadIdx = Dim{t, 0, 0};
       body();
     });
+  }
   for (auto& th : pool) th.join();
   g_block = nullptr;
 }
@@ -121,12 +122,13 @@ inline T __shfl_sync(uint32_t mask, T v, int src) {
   uint32_t bits;
   __builtin_memcpy(&bits, &v, 4);
   const uint64_t r = simt::collective(mask, bits, src, [](simt::Round& rd, uint32_t m) {
-    for (int l = 0; l < 32; ++l)
+    for (int l = 0; l < 32; ++l) {
       if ((m >> l) & 1u) {
         const int s = rd.args[l] & 31;
         if (!((m >> s) & 1u)) throw std::logic_error("__shfl_sync from a lane outside the mask");
         rd.res[l] = rd.vals[s];
       }
+    }
   });
   const uint32_t out32 = static_cast<uint32_t>(r);
   T out;

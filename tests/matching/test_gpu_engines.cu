@@ -102,10 +102,12 @@ std::vector<Case> sweep(std::mt19937_64& rng, bool any_source, double max_len_bi
     if (no_unexpected) make_no_unexpected(c.batch);
     cases.push_back(std::move(c));
   };
-  for (uint32_t len : lengths)
-    for (double w : wild)
+  for (uint32_t len : lengths) {
+    for (double w : wild) {
       for (auto r : ranges)
         for (double m : mult) add(spec_for(rng, len, w, r.first, r.second, m));
+    }
+  }
   // A few long queues, up to 32K entries (the reference is quadratic: keep them few).
   for (uint32_t len : {8192u, 16384u, 32768u}) {
     if (len > max_len_big) continue;
@@ -210,15 +212,18 @@ TEST_F(GpuMatching, HashGivesLegalMatchings) {
   const uint64_t seed = test_seed();
   std::mt19937_64 rng(seed);
   std::vector<Case> cases;
-  for (uint32_t len : {1u, 7u, 32u, 100u, 512u, 1000u, 1024u, 1025u, 3000u, 8192u, 32768u})
-    for (double m : {0.0, 0.03, 0.06, 0.12, 0.5, 1.0})
+  for (uint32_t len : {1u, 7u, 32u, 100u, 512u, 1000u, 1024u, 1025u, 3000u, 8192u, 32768u}) {
+    for (double m : {0.0, 0.03, 0.06, 0.12, 0.5, 1.0}) {
       for (int32_t tags : {4, 4096}) {
         if (m == 1.0 && len > 4096) continue;  // open addressing is quadratic on one key: keep it short
         gm::WorkloadSpec s = spec_for(rng, len, 0.0, 16, tags, m);
         s.any_tag = 0;
         cases.push_back({s, gm::random_batch(s, rng)});
       }
+    }
+  }
   std::vector<gm::Batch> batches;
+  batches.reserve(cases.size());
   for (const auto& c : cases) batches.push_back(c.batch);
   gm::DeviceBatchSet set(batches);
   for (auto strategy : {gm::HashStrategy::automatic, gm::HashStrategy::linear_probing, gm::HashStrategy::double_hashing,

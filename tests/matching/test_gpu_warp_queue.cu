@@ -163,7 +163,7 @@ TEST(WarpQueueGpu, SharedQueueNoLossNoDuplicates) {
   GPUCOMM_CUDA_CHECK(cudaMalloc(&counters, 2 * sizeof(unsigned int)));
   GPUCOMM_CUDA_CHECK(cudaMemset(counters, 0, 2 * sizeof(unsigned int)));
   GPUCOMM_CUDA_CHECK(cudaMemset(by_ticket, 0xff, total * sizeof(unsigned long long)));
-  shared_queue_kernel<<<1, warps * 32, 2 * capacity * sizeof(unsigned long long)>>>(
+  shared_queue_kernel<<<1, warps * 32, 2 * static_cast<size_t>(capacity) * sizeof(unsigned long long)>>>(
       Host{by_ticket, counters}.run(per_producer, total), capacity, producers);
   GPUCOMM_CUDA_CHECK_LAUNCH("shared_queue_kernel");
   GPUCOMM_CUDA_CHECK(cudaDeviceSynchronize());

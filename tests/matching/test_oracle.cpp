@@ -24,6 +24,7 @@ void check(const gm::Batch& b, const Expect& x) {
     SCOPED_TRACE(which == 0 ? "reference" : "list matcher");
     const gm::Outcome o = which == 0 ? gm::match_reference(b) : gm::ListMatcher::run(b);
     std::vector<std::pair<uint32_t, uint32_t>> m;
+    m.reserve(o.matches.size());
     for (auto& p : o.matches) m.push_back({p.msg, p.recv});
     std::vector<uint32_t> u, r;
     for (auto& e : o.umq) u.push_back(e.handle);

@@ -19,6 +19,7 @@
 #include "gpucomm/device/gpucomm_device.cuh"
 #include "gpucomm/gpucomm.hpp"
 #include "gpucomm/proxy/queue.hpp"
+#include "pe_check.hpp"
 
 using namespace gpucomm;
 
@@ -54,9 +55,10 @@ __global__ void k_fill(Msg* src, int per_channel, uint64_t seed) {
 }
 __global__ void k_send(DeviceHandle h, Msg* slots, const Msg* src, uint64_t* sigs, int per_channel, int pe) {
   const uint64_t ch = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
-  for (int i = 0; i < per_channel; ++i)
+  for (int i = 0; i < per_channel; ++i) {
     device::put_signal_nbi(coop::Thread{}, h, &slots[ch * per_channel + i], &src[ch * per_channel + i], sizeof(Msg),
-                           &sigs[ch], static_cast<uint64_t>(i + 1), SignalOp::set, pe);
+                           &sigs[ch], static_cast<uint64_t>(i) + 1, SignalOp::set, pe);
+  }
   device::quiet(coop::Thread{}, h);
 }
 // counters: [0] violations, [1] checked, [2] stalled channels
@@ -201,9 +203,10 @@ void scenario_no_agent(Runtime& rt) {
 
 void scenario_routes(Runtime& rt, const std::string& expect) {
   const TransportInfo info = rt.transport_info();
-  for (int r = 0; r < rt.size(); ++r)
+  for (int r = 0; r < rt.size(); ++r) {
     if (info.routes[static_cast<size_t>(r)] != expect)
       fail("route to PE " + std::to_string(r) + " is " + info.routes[static_cast<size_t>(r)]);
+  }
   std::printf("rank %d: transport %s, agent %s, %d device queues\n", rt.rank(), info.kind.c_str(), info.agent.c_str(),
               info.device_queues);
   rt.barrier_all();
@@ -218,12 +221,13 @@ int main(int argc, char** argv) {
   bool shared = false;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--gpus" && i + 1 < argc)
-      need_gpus = std::atoi(argv[++i]);
-    else if (a == "--shared")
+    if (a == "--gpus" && i + 1 < argc) {
+      need_gpus = static_cast<int>(gpucomm::testing::arg_int(argv[++i], "--gpus"));
+    } else if (a == "--shared") {
       shared = true;
-    else
+    } else {
       arg = a;
+    }
   }
   int have = 0;
   if (cudaGetDeviceCount(&have) != cudaSuccess) have = 0;
@@ -236,15 +240,15 @@ int main(int argc, char** argv) {
   try {
     Runtime rt;
     if (rt.pe_kind() != PeKind::gpu) throw std::runtime_error("expected a GPU PE (GPUCOMM_DEVICE=gpu)");
-    if (scenario == "stress")
-      scenario_stress(rt, arg.empty() ? 100000 : std::atoll(arg.c_str()));
-    else if (scenario == "fault")
+    if (scenario == "stress") {
+      scenario_stress(rt, arg.empty() ? 100000 : gpucomm::testing::arg_int(arg.c_str(), "MESSAGES"));
+    } else if (scenario == "fault") {
       scenario_fault(rt);
-    else if (scenario == "no-agent")
+    } else if (scenario == "no-agent") {
       scenario_no_agent(rt);
-    else if (scenario == "routes")
+    } else if (scenario == "routes") {
       scenario_routes(rt, arg);
-    else {
+    } else {
       std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
       return 2;
     }

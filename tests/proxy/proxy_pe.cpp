@@ -99,7 +99,7 @@ void scenario_mixed(Runtime& rt, int iters) {
   rt.barrier_all();
   uint64_t won = 0;
   for (int pe = 0; pe < n; ++pe)
-    won += rt.atomic_compare_swap<uint64_t>(&counters[1], 0, static_cast<uint64_t>(me + 1), pe) == 0;
+    won += rt.atomic_compare_swap<uint64_t>(&counters[1], 0, static_cast<uint64_t>(me) + 1, pe) == 0;
   rt.barrier_all();
   auto wins = rt.bootstrap().allgather(std::to_string(won));
   uint64_t total = 0;
@@ -132,29 +132,31 @@ void scenario_routes(Runtime& rt, const std::string& expect, const std::string& 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   bool node_per_pe = false;
-  for (auto it = args.begin(); it != args.end();)
+  for (auto it = args.begin(); it != args.end();) {
     if (*it == "--node-per-pe") {
       node_per_pe = true;
       it = args.erase(it);
     } else {
       ++it;
     }
+  }
   const std::string scenario = args.size() > 0 ? args[0] : "mixed";
   const std::string arg = args.size() > 1 ? args[1] : "";
-  const int victim = args.size() > 2 ? std::atoi(args[2].c_str()) : -1;
-  if (node_per_pe)
+  if (node_per_pe) {
     setenv("GPUCOMM_HOSTNAME",
            ("node" + std::string(std::getenv("GPUCOMM_RANK") ? std::getenv("GPUCOMM_RANK") : "0")).c_str(), 1);
+  }
   try {
     Runtime rt;
     if (scenario == "signal-order") {
-      scenario_signal_order(rt, arg.empty() ? 1000 : std::atoi(arg.c_str()));
+      scenario_signal_order(rt, arg.empty() ? 1000 : static_cast<int>(testing::arg_int(arg.c_str(), "ROUNDS")));
     } else if (scenario == "mixed") {
-      scenario_mixed(rt, arg.empty() ? 10 : std::atoi(arg.c_str()));
+      scenario_mixed(rt, arg.empty() ? 10 : static_cast<int>(testing::arg_int(arg.c_str(), "ITERS")));
     } else if (scenario == "routes") {
       scenario_routes(rt, arg, args.size() > 2 ? args[2] : arg);
     } else if (scenario == "die-in-put") {
       // The victim dies; the others keep putting to it and must fail with its name, not hang.
+      const int victim = args.size() > 2 ? static_cast<int>(testing::arg_int(args[2].c_str(), "VICTIM")) : -1;
       auto* buf = rt.alloc<uint64_t>(1024);
       rt.barrier_all();
       if (rt.rank() == victim) {

@@ -82,7 +82,8 @@ void run_stress(const StressCase& c, uint64_t seed) {
       CpuProxyOptions{});
   std::vector<std::thread> producers;
   std::atomic<int> errors{0};
-  for (int p = 0; p < c.producers; ++p)
+  producers.reserve(c.producers);
+  for (int p = 0; p < c.producers; ++p) {
     producers.emplace_back([&, p] {
       try {
         for (int i = 0; i < c.per_producer; ++i) {
@@ -100,6 +101,7 @@ void run_stress(const StressCase& c, uint64_t seed) {
         ++errors;
       }
     });
+  }
   for (auto& t : producers) t.join();
   ASSERT_EQ(errors.load(), 0);
   const uint64_t total = uint64_t(c.producers) * static_cast<uint64_t>(c.per_producer);
@@ -390,17 +392,21 @@ TEST(ProxyQueue, SeveralThreadsServeSeveralQueues) {
       },
       o);
   std::vector<std::thread> producers;
-  for (int i = 0; i < kQueues; ++i)
+  producers.reserve(kQueues);
+  for (int i = 0; i < kQueues; ++i) {
     producers.emplace_back([&, i] {
       Descriptor d{};
-      d.opcode = Opcode::signal, d.pe = 0, d.sig = 8 * i, d.op = static_cast<uint8_t>(SignalOp::add), d.value = 1;
+      d.opcode = Opcode::signal, d.pe = 0, d.sig = 8 * static_cast<int64_t>(i),
+      d.op = static_cast<uint8_t>(SignalOp::add), d.value = 1;
       for (int k = 0; k < kPer; ++k) host_post(qs[static_cast<size_t>(i)]->producer_view(), d, kWait);
       host_quiet(qs[static_cast<size_t>(i)]->producer_view(), kWait);
     });
+  }
   for (auto& p : producers) p.join();
-  for (int i = 0; i < kQueues; ++i)
+  for (int i = 0; i < kQueues; ++i) {
     EXPECT_EQ(std::atomic_ref<uint64_t>(counters[static_cast<size_t>(i)]).load(), static_cast<uint64_t>(kPer))
         << "queue " << i;
+  }
   proxy.stop();
   auto s = proxy.stats();
   EXPECT_EQ(s.executed, uint64_t(kQueues) * kPer);

@@ -152,9 +152,10 @@ __global__ void k_wait_cmp_words(DeviceHandle h, int64_t* w64, int32_t* w32, uin
     uint32_t d = device::wait_until(c, h, &u32[i], cmps[i], static_cast<uint32_t>(arg[i]));
     bool t =
         device::test(h, &w64[i], cmps[i], arg[i]) && device::test(h, &u32[i], cmps[i], static_cast<uint32_t>(arg[i]));
-    if (coop::thread_rank(c) == 0)
+    if (coop::thread_rank(c) == 0) {
       out[i] =
           static_cast<uint64_t>(a) ^ (static_cast<uint64_t>(b) << 20) ^ (static_cast<uint64_t>(d) << 40) ^ (t ? 0 : 1);
+    }
   }
   // signal_wait_until with every comparison on the signal word out[7] set by the sender
 }
@@ -233,14 +234,15 @@ __global__ void k_barriers(DeviceHandle h, TeamHandle t, uint64_t* slots, int ro
   const int right = team_world_rank(t, (t.rank + 1) % t.size),
             left = team_world_rank(t, (t.rank - 1 + t.size) % t.size);
   auto barrier = [&] {
-    if (kind == 0)
+    if (kind == 0) {
       device::barrier_master(c, h);
-    else if (kind == 1)
+    } else if (kind == 1) {
       device::barrier_dissemination(c, h);
-    else if (kind == 2)
+    } else if (kind == 2) {
       device::barrier_all(c, h);
-    else
+    } else {
       device::barrier(c, h, t);
+    }
   };
   uint64_t bad = 0;
   for (int r = 1; r <= rounds; ++r) {

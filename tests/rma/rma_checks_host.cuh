@@ -134,8 +134,8 @@ void check_put_signal(Ctx& c, size_t bytes, size_t soff, SignalOp op) {
 template <class Coop>
 void check_level(Ctx& c) {
   const size_t sizes[] = {1, 7, 8, 16, 40, 100, 513, 4096 + 3, 65536, (size_t(1) << 20)};
-  for (size_t bytes : sizes)
-    for (size_t soff : {size_t(0), size_t(1), size_t(8)})
+  for (size_t bytes : sizes) {
+    for (size_t soff : {size_t(0), size_t(1), size_t(8)}) {
       for (size_t doff : {size_t(0), size_t(3), size_t(24)}) {
         if (bytes + soff > Ctx::kCap - 32 || bytes + doff > Ctx::kCap) continue;
         check_put<Coop>(c, bytes, soff, doff, 0);
@@ -145,6 +145,8 @@ void check_level(Ctx& c) {
           check_get<Coop>(c, bytes, soff, doff, 1);
         }
       }
+    }
+  }
   for (size_t bytes : {size_t(8), size_t(100), size_t(4096), size_t(1) << 20}) {
     check_put_signal<Coop>(c, bytes, 0, SignalOp::set);
     check_put_signal<Coop>(c, bytes, 8, SignalOp::add);
@@ -160,7 +162,7 @@ inline void check_scalars_and_ptr(Ctx& c) {
   int32_t a = static_cast<int32_t>(g());
   uint64_t b = g();
   double d = static_cast<double>(g() % 100000) / 7.0;
-  k_scalars<<<1, 1, 0, c.s>>>(c.h, &w32[c.me], &w64[2 * c.me], &wd[c.me], c.right, a, b, d, c.res);
+  k_scalars<<<1, 1, 0, c.s>>>(c.h, &w32[c.me], &w64[2 * static_cast<size_t>(c.me)], &wd[c.me], c.right, a, b, d, c.res);
   RMA_LAUNCHED();
   c.sync();
   auto r = c.results(6);
@@ -169,10 +171,11 @@ inline void check_scalars_and_ptr(Ctx& c) {
   if (static_cast<int32_t>(static_cast<uint32_t>(r[0])) != a) c.rep.fail("p/g int32 round trip");
   if (r[1] != b) c.rep.fail("p/g uint64 round trip");
   if (back != d) c.rep.fail("p/g double round trip");
-  if (r[3] != 1)
+  if (r[3] != 1) {
     c.rep.fail("ptr() returned nullptr for a reachable PE");
-  else if (r[4] != (b ^ 0xFFFF))
+  } else if (r[4] != (b ^ 0xFFFF)) {
     c.rep.fail("store and load through ptr() disagree");
+  }
   if (r[5] != 1) c.rep.fail("ptr() of a PE outside the job is not nullptr");
   rt.barrier_all();
   // The receiver sees the sender's values in its own heap.
@@ -204,10 +207,10 @@ void check_waits(Ctx& c) {
   RMA_CUDA(cudaMemcpy(w32, i32.data(), i32.size() * 4, cudaMemcpyHostToDevice));
   RMA_CUDA(cudaMemcpy(u32, iu.data(), iu.size() * 4, cudaMemcpyHostToDevice));
   rt.barrier_all();
-  k_set_cmp_words<<<1, 1, 0, c.s>>>(c.h, &w64[6 * c.me], &w32[6 * c.me], &u32[6 * c.me], c.right);
+  const size_t mine = 6 * static_cast<size_t>(c.me), left = 6 * static_cast<size_t>(c.left);
+  k_set_cmp_words<<<1, 1, 0, c.s>>>(c.h, &w64[mine], &w32[mine], &u32[mine], c.right);
   RMA_LAUNCHED();
-  k_wait_cmp_words<Coop>
-      <<<1, coop_threads<Coop>(), 0, c.s>>>(c.h, &w64[6 * c.left], &w32[6 * c.left], &u32[6 * c.left], c.res);
+  k_wait_cmp_words<Coop><<<1, coop_threads<Coop>(), 0, c.s>>>(c.h, &w64[left], &w32[left], &u32[left], c.res);
   RMA_LAUNCHED();
   c.sync();
   auto r = c.results(6);
@@ -216,9 +219,10 @@ void check_waits(Ctx& c) {
   for (int i = 0; i < 6; ++i) {
     uint64_t want = static_cast<uint64_t>(target[i]) ^ (static_cast<uint64_t>(target[i]) << 20) ^
                     (static_cast<uint64_t>(target[i]) << 40);
-    if (r[static_cast<size_t>(i)] != want)
+    if (r[static_cast<size_t>(i)] != want) {
       c.rep.fail(std::string("wait_until/test ") + names[i] + " level " + coop_name<Coop>() + ": got code " +
                  std::to_string(r[static_cast<size_t>(i)]) + ", expected " + std::to_string(want));
+    }
   }
   rt.barrier_all();
   rt.free(u32);
@@ -234,9 +238,10 @@ void check_atomics_one(Ctx& c, const char* what) {
   RMA_LAUNCHED();
   c.sync();
   uint64_t bad = c.results(1)[0];
-  if (bad)
+  if (bad) {
     c.rep.fail(std::string("atomics ") + what + ": " + std::to_string(bad) +
                " results differ from the sequential model");
+  }
   rt.barrier_all();
   rt.free(words);
 }
@@ -278,9 +283,10 @@ void check_barriers(Ctx& c) {
     RMA_LAUNCHED();
     c.sync();
     uint64_t bad = c.results(1)[0];
-    if (bad)
+    if (bad) {
       c.rep.fail(std::string(kinds[kind]) + " level " + coop_name<Coop>() + ": " + std::to_string(bad) +
                  " of 200 rounds saw a stale value from the left neighbour");
+    }
   }
   rt.barrier_all();
   rt.free(slots);

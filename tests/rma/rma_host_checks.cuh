@@ -12,11 +12,12 @@ inline void check_host_api(Ctx& c) {
   // calloc zeroes device memory
   auto* z = static_cast<uint8_t*>(rt.calloc(4096, 1));
   auto zeros = c.fetch(z, 4096);
-  for (uint8_t b : zeros)
+  for (uint8_t b : zeros) {
     if (b) {
       c.rep.fail("calloc returned device memory that is not zero");
       break;
     }
+  }
   // put from host memory, get into host memory
   RMA_CUDA(cudaMemset(c.dst, kPoison, Ctx::kCap * static_cast<size_t>(c.n)));
   rt.barrier_all();
@@ -92,11 +93,12 @@ inline void check_registered(Ctx& c) {
   rt.barrier_all();
   std::vector<uint64_t> got(words);
   RMA_CUDA(cudaMemcpy(got.data(), buf, words * 8, cudaMemcpyDeviceToHost));
-  for (size_t i = 0; i < words; ++i)
+  for (size_t i = 0; i < words; ++i) {
     if (got[i] != (c.seed ^ static_cast<uint64_t>(c.left)) + i) {
       c.rep.fail("registered buffer word " + std::to_string(i) + " from the left neighbour is wrong");
       break;
     }
+  }
   rt.deregister_buffer(buf);
   RMA_CUDA(cudaFree(buf));
   // a heap buffer registers without a new mapping
@@ -145,9 +147,10 @@ inline void check_graph(Ctx& c, int replays) {
   }
   rt.barrier_all();
   uint64_t sig = rt.signal_fetch(&c.sig[c.left]);
-  if (sig != c.sigcount + static_cast<uint64_t>(replays))
+  if (sig != c.sigcount + static_cast<uint64_t>(replays)) {
     c.rep.fail("signal_on_stream in the graph: signal " + std::to_string(sig) + ", expected " +
                std::to_string(c.sigcount + static_cast<uint64_t>(replays)));
+  }
   c.sigcount += static_cast<uint64_t>(replays);
   RMA_CUDA(cudaGraphExecDestroy(exec));
   RMA_CUDA(cudaGraphDestroy(graph));

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <string>
 
+#include "pe_check.hpp"
 #include "rma_host_checks.cuh"
 #include "rma_stress.cuh"
 
@@ -22,10 +23,11 @@ namespace {
 
 uint64_t job_seed(Runtime& rt) {
   uint64_t mine = 0;
-  if (const char* s = std::getenv("GPUCOMM_TEST_SEED"))
+  if (const char* s = std::getenv("GPUCOMM_TEST_SEED")) {
     mine = std::strtoull(s, nullptr, 0);
-  else
+  } else {
     mine = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^ 0x5DEECE66DULL;
+  }
   auto all = rt.bootstrap().allgather(std::to_string(mine));
   return std::strtoull(all[0].c_str(), nullptr, 10);  // rank 0's seed for everyone
 }
@@ -40,9 +42,10 @@ int scenario_api(Runtime& rt) {
     rma_checks::check_registered(c);
     rma_checks::check_graph(c, 10);
   }
-  if (rep.failures)
+  if (rep.failures) {
     std::fprintf(stderr, "%d checks failed; replay with GPUCOMM_TEST_SEED=%llu\n", rep.failures,
                  static_cast<unsigned long long>(seed));
+  }
   return rep.failures;
 }
 
@@ -93,9 +96,10 @@ int scenario_stress(Runtime& rt, long long min_messages) {
       "%llu stalled channels\n",
       rt.rank(), c[1], secs, static_cast<double>(c[1]) / secs / 1e6, c[0], c[2]);
   int failures = 0;
-  if (c[0] != 0)
+  if (c[0] != 0) {
     ++failures, std::fprintf(stderr, "CHECK failed: %llu ordering violations (seed %llu)\n", c[0],
                              static_cast<unsigned long long>(seed));
+  }
   if (c[2] != 0) ++failures, std::fprintf(stderr, "CHECK failed: %llu channels stalled\n", c[2]);
   if (c[1] != sent) ++failures, std::fprintf(stderr, "CHECK failed: checked %llu of %llu messages\n", c[1], sent);
   rt.barrier_all();
@@ -127,9 +131,10 @@ int scenario_timeout(Runtime& rt) {
     }
     std::printf("rank 0: kernel ended with %s; error: %s\n", cudaGetErrorName(e), msg.c_str());
     for (const char* part : {"rank 0, block (0,0,0) thread (0,0,0)", "signal_wait_until on heap+0x18",
-                             "expected value >= 42", "last seen 0", "timed out after", "GPUCOMM_TIMEOUT"})
+                             "expected value >= 42", "last seen 0", "timed out after", "GPUCOMM_TIMEOUT"}) {
       if (msg.find(part) == std::string::npos)
         ++failures, std::fprintf(stderr, "CHECK failed: '%s' missing from the error\n", part);
+    }
   }
   rt.bootstrap().barrier();  // rank 0's GPU is unusable now: synchronize through the bootstrap only
   return failures;
@@ -144,12 +149,13 @@ int main(int argc, char** argv) {
   bool shared = false;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--gpus" && i + 1 < argc)
-      need_gpus = std::atoi(argv[++i]);
-    else if (a == "--shared")
+    if (a == "--gpus" && i + 1 < argc) {
+      need_gpus = static_cast<int>(gpucomm::testing::arg_int(argv[++i], "--gpus"));
+    } else if (a == "--shared") {
       shared = true;
-    else
-      arg = std::atoll(argv[i]);
+    } else {
+      arg = gpucomm::testing::arg_int(argv[i], "ARG");
+    }
   }
   int have = 0;
   if (cudaGetDeviceCount(&have) != cudaSuccess) have = 0;
@@ -165,13 +171,13 @@ int main(int argc, char** argv) {
   try {
     Runtime rt;
     if (rt.pe_kind() != PeKind::gpu) throw std::runtime_error("expected a GPU PE (GPUCOMM_DEVICE=gpu)");
-    if (scenario == "api")
+    if (scenario == "api") {
       failures = scenario_api(rt);
-    else if (scenario == "stress")
+    } else if (scenario == "stress") {
       failures = scenario_stress(rt, arg > 0 ? arg : 10000000);
-    else if (scenario == "timeout")
+    } else if (scenario == "timeout") {
       failures = scenario_timeout(rt);
-    else {
+    } else {
       std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
       return 2;
     }

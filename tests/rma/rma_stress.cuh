@@ -24,7 +24,7 @@ __global__ void k_stress_send(DeviceHandle h, Msg* slots, uint64_t* sigs, int pe
   Msg* mine = slots + ch * static_cast<uint64_t>(per_channel);
   for (int i = 0; i < per_channel; ++i) {
     Msg m{static_cast<uint64_t>(i), msg_check(seed, ch, static_cast<uint64_t>(i))};
-    device::put_signal_nbi(coop::Thread{}, h, &mine[i], &m, sizeof m, &sigs[ch], static_cast<uint64_t>(i + 1),
+    device::put_signal_nbi(coop::Thread{}, h, &mine[i], &m, sizeof m, &sigs[ch], static_cast<uint64_t>(i) + 1,
                            SignalOp::set, pe);
   }
 }

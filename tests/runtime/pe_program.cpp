@@ -38,10 +38,12 @@ void check_team_handle(Runtime& rt, const Team& t, const char* what) {
     PE_CHECK((team_rank_of(h, r) >= 0) == (t.team_rank(r) >= 0), "%s: membership of %d", what, r);
   // Every member holds the same slot (gathered over the world with the team's first member as key).
   auto all = rt.bootstrap().allgather(std::to_string(t.world_rank(0)) + ":" + std::to_string(h.slot));
-  for (int r = 0; r < rt.size(); ++r)
-    if (t.team_rank(r) >= 0)
+  for (int r = 0; r < rt.size(); ++r) {
+    if (t.team_rank(r) >= 0) {
       PE_CHECK(all[static_cast<size_t>(r)] == all[static_cast<size_t>(rt.rank())], "%s: slot %s on rank %d, %s here",
                what, all[static_cast<size_t>(r)].c_str(), r, all[static_cast<size_t>(rt.rank())].c_str());
+    }
+  }
   // A handle made against other headers is refused.
   bool refused = false;
   try {
@@ -119,7 +121,7 @@ void scenario_rma(Runtime& rt, int iters) {
     // sender also publishes it through get below.
     uint64_t their_len = 0;
     // Fetch-add on a shared counter: every PE adds its rank+1 each iteration.
-    rt.atomic_add<uint64_t>(counter, static_cast<uint64_t>(me + 1), 0);
+    rt.atomic_add<uint64_t>(counter, static_cast<uint64_t>(me) + 1, 0);
     rt.p<int32_t>(&words[me], static_cast<int32_t>(len), to);
     rt.barrier_all();
     their_len = static_cast<uint64_t>(words[from]);
@@ -232,12 +234,13 @@ void die_now() {
 
 int main(int argc, char** argv) {
   std::string scenario = argc > 1 ? argv[1] : "bootstrap";
-  int arg = argc > 2 ? std::atoi(argv[2]) : 0;
-  int victim = argc > 3 ? std::atoi(argv[3]) : -1;
+  int arg = argc > 2 ? static_cast<int>(testing::arg_int(argv[2], "ARG")) : 0;
+  int victim = argc > 3 ? static_cast<int>(testing::arg_int(argv[3], "VICTIM")) : -1;
   // Death before joining: the victim never reaches the store.
-  if (scenario == "die-before-init" &&
-      std::atoi(std::getenv("GPUCOMM_RANK") ? std::getenv("GPUCOMM_RANK") : "0") == victim)
-    die_now();
+  if (scenario == "die-before-init") {
+    const char* rank = std::getenv("GPUCOMM_RANK");
+    if (testing::arg_int(rank ? rank : "0", "GPUCOMM_RANK") == victim) die_now();
+  }
   if (scenario == "gpu-init") {
     // arg: GPUs this test needs. Without them, say so in CTest's skip format.
     int n = 0;
@@ -255,9 +258,10 @@ int main(int argc, char** argv) {
       PE_CHECK(cudaGetDevice(&dev) == cudaSuccess && dev == rt.device_id(), "current device %d, runtime says %d", dev,
                rt.device_id());
       auto devs = rt.bootstrap().allgather(std::to_string(rt.device_id()));
-      if (arg >= 2)
+      if (arg >= 2) {
         for (int r = 1; r < rt.size(); ++r)
           PE_CHECK(devs[static_cast<size_t>(r)] != devs[0], "ranks 0 and %d share a GPU", r);
+      }
       rt.barrier_all();
     } else if (scenario == "bootstrap") {
       scenario_bootstrap(rt);

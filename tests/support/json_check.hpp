@@ -67,14 +67,15 @@ class JsonParser {
     for (int i = 0; i < 4; ++i) {
       char c = s_[pos_++];
       unsigned d;
-      if (c >= '0' && c <= '9')
+      if (c >= '0' && c <= '9') {
         d = static_cast<unsigned>(c - '0');
-      else if (c >= 'a' && c <= 'f')
+      } else if (c >= 'a' && c <= 'f') {
         d = static_cast<unsigned>(c - 'a' + 10);
-      else if (c >= 'A' && c <= 'F')
+      } else if (c >= 'A' && c <= 'F') {
         d = static_cast<unsigned>(c - 'A' + 10);
-      else
+      } else {
         return false;
+      }
       *cp = *cp * 16 + d;
     }
     return true;
@@ -137,10 +138,11 @@ class JsonParser {
       while (pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9') ++pos_;
       return pos_ > b;
     };
-    if (pos_ < s_.size() && s_[pos_] == '0')
+    if (pos_ < s_.size() && s_[pos_] == '0') {
       ++pos_;
-    else if (!digits())
+    } else if (!digits()) {
       return false;
+    }
     if (pos_ < s_.size() && s_[pos_] == '.') {
       ++pos_;
       if (!digits()) return false;
@@ -169,7 +171,9 @@ class JsonParser {
         std::string k;
         if (!string(&k)) return false;
         skip_ws();
-        if (pos_ >= s_.size() || s_[pos_++] != ':') return false;
+        if (pos_ >= s_.size()) return false;
+        const char colon = s_[pos_++];
+        if (colon != ':') return false;
         skip_ws();
         JsonValue child;
         if (!value(&child)) return false;

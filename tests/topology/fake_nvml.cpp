@@ -1,6 +1,7 @@
 // A stand-in for libnvidia-ml.so.1 (built with that soname) describing three GPUs:
 // GPU 0 and GPU 1 joined by 18 NVLinks, GPU 2 with 4 links to an NVSwitch and 2 to a GPU that
 // the test does not list. Layouts follow nvml.h; only what gpucomm calls is provided.
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 
@@ -26,6 +27,21 @@ const char* far_end(long g, unsigned link) {
 long index_of(void* dev) {
   return reinterpret_cast<long>(dev) - 1;
 }
+// Splits a bus id DOMAIN:BUS:DEVICE.FUNCTION (hex fields) into its fields; false when `text` is
+// not one.
+bool parse_bus_id(const char* text, unsigned (&field)[4]) {
+  const char separator[3] = {':', ':', '.'};
+  const char* p = text;
+  const char* const last = text + std::strlen(text);
+  for (int i = 0; i < 4; ++i) {
+    auto [stop, ec] = std::from_chars(p, last, field[i], 16);
+    if (ec != std::errc()) return false;
+    if (i == 3) return stop == last;
+    if (stop == last || *stop != separator[i]) return false;
+    p = stop + 1;
+  }
+  return false;
+}
 }  // namespace
 
 extern "C" {
@@ -42,14 +58,15 @@ const char* nvmlErrorString(int) {
 
 int nvmlDeviceGetHandleByPciBusId_v2(const char* bus, void** dev) {
   if (!g_initialized) return 1;
-  unsigned d = 0, b = 0, s = 0, f = 0;
-  if (std::sscanf(bus, "%x:%x:%x.%x", &d, &b, &s, &f) != 4) return 2;
+  unsigned field[4] = {};  // domain, bus, device, function
+  if (!parse_bus_id(bus, field)) return 2;
   const unsigned buses[] = {0x1b, 0x43, 0x9a, 0xc1};
-  for (long i = 0; i < 4; ++i)
-    if (d == 0 && b == buses[i] && s == 0 && f == 0) {
+  for (long i = 0; i < 4; ++i) {
+    if (field[0] == 0 && field[1] == buses[i] && field[2] == 0 && field[3] == 0) {
       *dev = reinterpret_cast<void*>(i + 1);
       return 0;
     }
+  }
   return 6;  // NVML_ERROR_NOT_FOUND
 }
 

@@ -145,15 +145,17 @@ TEST(Topology, TextReportShowsTableAndMatrix) {
 TEST(Topology, LinkLooksUpOrderedPairs) {
   Topology t;
   t.gpus.resize(3);
-  for (int s = 0; s < 3; ++s)
-    for (int d = 0; d < 3; ++d)
+  for (int s = 0; s < 3; ++s) {
+    for (int d = 0; d < 3; ++d) {
       if (s != d) {
         Link l;
         l.src = s;
         l.dst = d;
         t.links.push_back(l);
       }
-  for (int s = 0; s < 3; ++s)
+    }
+  }
+  for (int s = 0; s < 3; ++s) {
     for (int d = 0; d < 3; ++d) {
       const Link* l = t.link(s, d);
       if (s == d) {
@@ -164,6 +166,7 @@ TEST(Topology, LinkLooksUpOrderedPairs) {
         EXPECT_EQ(l->dst, d);
       }
     }
+  }
   EXPECT_EQ(t.link(-1, 0), nullptr);
   EXPECT_EQ(t.link(0, 3), nullptr);
 }

@@ -32,11 +32,12 @@ TEST(TopologyGpu, GpusHaveSaneProperties) {
     EXPECT_TRUE(std::regex_match(g.uuid, uuid)) << g.uuid;
     EXPECT_GE(g.numa_node, -1);
   }
-  for (size_t i = 0; i < t.gpus.size(); ++i)
+  for (size_t i = 0; i < t.gpus.size(); ++i) {
     for (size_t j = i + 1; j < t.gpus.size(); ++j) {
       EXPECT_NE(t.gpus[i].pci_bus_id, t.gpus[j].pci_bus_id);
       EXPECT_NE(t.gpus[i].uuid, t.gpus[j].uuid);
     }
+  }
 }
 
 TEST(TopologyGpu, PeerLinksAreSymmetric) {
@@ -44,7 +45,7 @@ TEST(TopologyGpu, PeerLinksAreSymmetric) {
   Topology t = detect();
   int n = static_cast<int>(t.gpus.size());
   ASSERT_EQ(t.links.size(), static_cast<size_t>(n * (n - 1)));
-  for (int a = 0; a < n; ++a)
+  for (int a = 0; a < n; ++a) {
     for (int b = a + 1; b < n; ++b) {
       const Link* ab = t.link(a, b);
       const Link* ba = t.link(b, a);
@@ -60,6 +61,7 @@ TEST(TopologyGpu, PeerLinksAreSymmetric) {
         EXPECT_EQ(ab->type, LinkType::none);
       }
     }
+  }
 }
 
 TEST(TopologyGpu, NvlinkCountsAgreeWithPeerAccess) {

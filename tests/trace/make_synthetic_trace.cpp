@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "dumpi_writer.hpp"
+#include "pe_check.hpp"
 
 int main(int argc, char** argv) {
   using namespace gpucomm::trace;
@@ -14,7 +15,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::filesystem::path dir = argv[1];
-  const int iters = std::atoi(argv[2]);
+  const int iters = static_cast<int>(gpucomm::testing::arg_int(argv[2], "ITERATIONS"));
   const int n = 4;
   std::filesystem::create_directories(dir);
   write_meta(dir, "synth", n);
@@ -25,10 +26,12 @@ int main(int argc, char** argv) {
     t += 10000;
     for (int i = 0; i < iters; ++i, t += 4000) {
       const int peer = (r + 1 + (i % (n - 1))) % n, src = (r + n - 1 - (i % (n - 1))) % n;
-      w.irecv(t + (i % 3) * 500, t + 100 + (i % 3) * 500, 64, 14, src, i & 3, 100 + (i & 7));
+      const int64_t skew = static_cast<int64_t>(i % 3) * 500;
+      w.irecv(t + skew, t + 100 + skew, 64, 14, src, i & 3, 100 + (i & 7));
       w.isend(t + 200, t + 300, 64, 14, peer, i & 3, 7);
       if ((i & 7) == 7) {
         std::vector<int32_t> reqs;
+        reqs.reserve(8);
         for (int k = 0; k < 8; ++k) reqs.push_back(100 + k);
         w.waitall(t + 2000, t + 2500, reqs, {});
       }

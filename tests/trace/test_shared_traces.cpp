@@ -65,12 +65,13 @@ TEST_P(SharedTrace, MatchesReadme) {
     all.any_source_unresolved += m.any_source_unresolved;
     for (auto& [k, v] : m.collectives) all.collectives[k] += v;
   }
-  for (auto& row : a.pairs)
+  for (auto& row : a.pairs) {
     for (auto& p : row) {
       pairs += p.sends > 0;
       pair_counts_ok &= p.sends == p.recvs;
       pair_bytes_ok &= p.send_bytes == p.recv_bytes;
     }
+  }
   Summary sb = all.send_bytes.summary();
 
   std::smatch m;

@@ -62,6 +62,7 @@ TEST(UcxExchange, MalformedRecordsNameThePe) {
 TEST(UcxOpPool, GrowsKeepsAddressesAndFindsByIndex) {
   ucx::OpPool pool(nullptr, 4);
   std::vector<ucx::Op*> ops;
+  ops.reserve(10);
   for (int i = 0; i < 10; ++i) ops.push_back(pool.acquire());
   EXPECT_EQ(pool.in_use(), 10u);
   std::set<uint32_t> indices;

@@ -46,8 +46,8 @@ uint64_t apply(AtomicOp op, uint64_t old, uint64_t v, uint64_t cmp, uint64_t mas
 void model_sequence(Job& j, int iters) {
   auto* rec = j.at<uint8_t>(kModel);
   for (int s = 0; s < j.n; ++s) {
-    std::memset(rec + 16 * s, 0, 12);
-    std::memcpy(rec + 16 * s + 12, &kGuard, 4);
+    std::memset(rec + 16 * static_cast<size_t>(s), 0, 12);
+    std::memcpy(rec + 16 * static_cast<size_t>(s) + 12, &kGuard, 4);
   }
   j.barrier();
   const int t = (j.me + 1) % j.n;
@@ -66,9 +66,10 @@ void model_sequence(Job& j, int iters) {
     j.r().atomic(t, off, op, width, v, cmp, mode == 0 ? &result : nullptr, mode < 2 ? Completion{&done} : Completion{});
     if (mode < 2) j.wait([&] { return load_acquire(&done) == 1; }, "an atomic");
     if (mode > 0) j.r().fence(t);
-    if (mode == 0)
+    if (mode == 0) {
       UCX_CHECK(result == model[w], "op %d (%u bytes) #%d returned %llx, model %llx", static_cast<int>(op), width, i,
                 static_cast<unsigned long long>(result), static_cast<unsigned long long>(model[w]));
+    }
     model[w] = apply(op, model[w], v, cmp, mask);
   }
   for (unsigned width : {8u, 4u}) {
@@ -82,7 +83,7 @@ void model_sequence(Job& j, int iters) {
   j.barrier();
   for (int s = 0; s < j.n; ++s) {
     uint32_t g;
-    std::memcpy(&g, rec + 16 * s + 12, 4);
+    std::memcpy(&g, rec + 16 * static_cast<size_t>(s) + 12, 4);
     UCX_CHECK(g == kGuard, "the word beside PE %d's 4-byte word changed to %x", s, g);
   }
 }
@@ -94,13 +95,14 @@ void check_distinct(Job& j, const std::vector<uint64_t>& olds, uint64_t total, c
   auto all = j.rt.bootstrap().allgather(mine);
   if (j.me != 0) return;
   std::set<uint64_t> seen;
-  for (const auto& s : all)
+  for (const auto& s : all) {
     for (size_t i = 0; i + 8 <= s.size(); i += 8) {
       uint64_t v;
       std::memcpy(&v, s.data() + i, 8);
       UCX_CHECK(v < total && seen.insert(v).second, "%s: old value %llu repeated or out of range", what,
                 static_cast<unsigned long long>(v));
     }
+  }
 }
 
 // fetch_add storm: every PE adds 1 `iters` times to a 64-bit word on PE 0 and a 32-bit word on
@@ -129,9 +131,10 @@ void fetch_add_storm(Job& j, int iters) {
   }
   j.barrier();
   const uint64_t total = static_cast<uint64_t>(iters) * static_cast<uint64_t>(j.n);
-  if (j.me == 0)
+  if (j.me == 0) {
     UCX_CHECK(*j.at<uint64_t>(kCount64) == total, "64-bit storm total %llu, expected %llu",
               static_cast<unsigned long long>(*j.at<uint64_t>(kCount64)), static_cast<unsigned long long>(total));
+  }
   if (j.me == j.n - 1) {
     UCX_CHECK(*j.at<uint32_t>(kCount32) == total, "32-bit storm total %u, expected %llu", *j.at<uint32_t>(kCount32),
               static_cast<unsigned long long>(total));
@@ -159,7 +162,7 @@ void bit_operations(Job& j) {
   const uint64_t bit = uint64_t(1) << j.me;
   j.r().atomic(0, kBits64, AtomicOp::fetch_or, 8, bit << 32, 0, nullptr, {});
   j.r().atomic(0, kBits32, AtomicOp::fetch_or, 4, bit, 0, nullptr, {});
-  j.r().atomic(0, kSet64, AtomicOp::set, 8, static_cast<uint64_t>(j.me + 1), 0, nullptr, {});
+  j.r().atomic(0, kSet64, AtomicOp::set, 8, static_cast<uint64_t>(j.me) + 1, 0, nullptr, {});
   j.barrier();
   const uint64_t all = (uint64_t(1) << j.n) - 1;
   if (j.me == 0) {

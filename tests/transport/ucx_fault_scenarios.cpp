@@ -44,9 +44,10 @@ void scenario_bad_args(Job& j) {
   expect_invalid("get past the heap", "src_offset", [&] { r.get(&word, t, heap, 1, {}); });
   expect_invalid("get into null", "dst", [&] { r.get(nullptr, t, 0, 8, {}); });
   expect_invalid("get from PE n", "pe", [&] { r.get(&word, j.n, 0, 8, {}); });
-  for (unsigned w : {0u, 1u, 2u, 16u})
+  for (unsigned w : {0u, 1u, 2u, 16u}) {
     expect_invalid(("atomic of width " + std::to_string(w)).c_str(), "width",
                    [&] { r.atomic(t, 0, AtomicOp::fetch_add, w, 1, 0, &res, {}); });
+  }
   expect_invalid("misaligned atomic", "offset", [&] { r.atomic(t, 4, AtomicOp::fetch_add, 8, 1, 0, &res, {}); });
   expect_invalid("atomic past the heap", "offset", [&] { r.atomic(t, heap, AtomicOp::fetch_add, 8, 1, 0, &res, {}); });
   expect_invalid("atomic op 99", "op", [&] { r.atomic(t, 0, static_cast<AtomicOp>(99), 8, 1, 0, &res, {}); });

@@ -59,7 +59,7 @@ void scenario_gpu_rma(Job& j, int iters) {
           auto s = read_device(j.heap + sig, 8 * static_cast<size_t>(j.n));
           for (int p = 0; p < j.n; ++p) {
             uint64_t v;
-            std::memcpy(&v, s.data() + 8 * p, 8);
+            std::memcpy(&v, s.data() + 8 * static_cast<size_t>(p), 8);
             if (v < static_cast<uint64_t>(r)) return false;
           }
           return true;

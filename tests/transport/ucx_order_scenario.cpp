@@ -107,9 +107,10 @@ void scenario_signal_order(Job& j, int rounds) {
         const Payload pl = payload(j.seed, s, j.me, q);
         size_t bad = check_pattern(j.at<uint8_t>(L.slot(s, q)), pl.len, pl.key);
         ++checked;
-        if (bad != pl.len && ++violations <= 10)
+        if (bad != pl.len && ++violations <= 10) {
           std::fprintf(stderr, "PE %d: round %llu from PE %d signalled before its data: byte %zu of %zu wrong\n", j.me,
                        static_cast<unsigned long long>(q), s, bad, pl.len);
+        }
       }
       verified[si] = v;
       j.r().atomic(s, L.ack + 8 * static_cast<uint64_t>(j.me), AtomicOp::set, 8, v, 0, nullptr, {});

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "pe_check.hpp"
 #include "test_support.hpp"
 #include "ucx_scenarios.hpp"
 
@@ -17,7 +18,7 @@ using namespace ucxtest;
 
 int main(int argc, char** argv) {
   const std::string scenario = argc > 1 ? argv[1] : "rma";
-  const int arg = argc > 2 ? std::atoi(argv[2]) : 0;
+  const int arg = argc > 2 ? static_cast<int>(gpucomm::testing::arg_int(argv[2], "ARG")) : 0;
 #ifndef GPUCOMM_TEST_HAVE_UCX
   std::printf(
       "[  SKIPPED ] %s: libgpucomm_ucx was not built (GPUCOMM_WITH_UCX=OFF, or UCX was not found at "

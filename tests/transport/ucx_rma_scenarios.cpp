@@ -83,15 +83,17 @@ void scenario_rma(Job& j, int iters, const std::vector<int>& targets, const std:
                 Completion{&get_done[static_cast<size_t>(t)]});
     }
     j.wait([&] { return all_set(get_done, targets); }, "gets");
-    for (int t : targets)
+    for (int t : targets) {
       UCX_CHECK(back[static_cast<size_t>(t)] == out[static_cast<size_t>(t)],
                 "round %d: get of %zu bytes from PE %d differs", r, out[static_cast<size_t>(t)].size(), t);
+    }
     j.barrier();
   }
 }
 
 void scenario_rma_all(Job& j, int iters) {
   std::vector<int> all;
+  all.reserve(j.n);
   for (int p = 0; p < j.n; ++p) all.push_back(p);
   scenario_rma(j, iters, all, all);
 }

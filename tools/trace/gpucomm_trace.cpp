@@ -97,9 +97,10 @@ int main(int argc, char** argv) {
   try {
     using namespace gpucomm::trace;
     TraceSet trace = TraceSet::open(path);
-    if (rank >= trace.ranks())
+    if (rank >= trace.ranks()) {
       usage_error("argument --rank: the trace has ranks 0.." + std::to_string(trace.ranks() - 1) + ", not " +
                   std::to_string(rank));
+    }
     AnalysisOptions opt;
     opt.snapshot_limit = static_cast<size_t>(snapshots);
     if (progress < 0) progress = isatty(2) && trace.info().total_bytes() > (16u << 20);

@@ -112,7 +112,7 @@ struct DeviceControl {
 };
 
 // Bytes reserved before the user part of each GPU PE's region.
-inline constexpr size_t kDeviceControlBytes = 64 * 1024;
+inline constexpr size_t kDeviceControlBytes = size_t{64} * 1024;
 static_assert(sizeof(DeviceControl) <= kDeviceControlBytes);
 
 // What kernels receive. Fields below `bytes` may change only with kHandleVersion.

@@ -54,9 +54,10 @@ __device__ inline void check_handle(const DeviceHandle& h, DeviceOp op) {
     fail(h, DeviceFault::bad_handle, op, -1, reinterpret_cast<const void*>(0), Cmp::eq, kHandleMagic, h.magic, 0);
   if (h.version != kHandleVersion)
     fail(h, DeviceFault::bad_handle, op, -1, reinterpret_cast<const void*>(1), Cmp::eq, kHandleVersion, h.version, 0);
-  if (h.bytes != sizeof(DeviceHandle))
+  if (h.bytes != sizeof(DeviceHandle)) {
     fail(h, DeviceFault::bad_handle, op, -1, reinterpret_cast<const void*>(2), Cmp::eq, sizeof(DeviceHandle), h.bytes,
          0);
+  }
 #else
   (void)h, (void)op;
 #endif
@@ -70,9 +71,10 @@ __device__ inline void check_team(const DeviceHandle& h, const TeamHandle& t, De
   if (t.bytes != sizeof(TeamHandle))
     fail(h, DeviceFault::bad_handle, op, -1, reinterpret_cast<const void*>(2), Cmp::eq, sizeof(TeamHandle), t.bytes, 0);
   if (static_cast<unsigned>(t.slot) >= static_cast<unsigned>(kMaxTeams) || t.size < 1 || t.size > h.size ||
-      static_cast<unsigned>(t.rank) >= static_cast<unsigned>(t.size))
+      static_cast<unsigned>(t.rank) >= static_cast<unsigned>(t.size)) {
     fail(h, DeviceFault::bad_argument, op, -1, nullptr, Cmp::lt, static_cast<uint64_t>(t.rank),
          static_cast<uint64_t>(t.size), 0);
+  }
 #else
   (void)h, (void)t, (void)op;
 #endif
@@ -108,17 +110,19 @@ __device__ inline T wait(const DeviceHandle& h, const T* addr, Cmp cmp, T value,
   for (uint32_t i = 1;; ++i) {
     seen = mem::load<S>(addr, mem::acquire);
     if (compare(seen, cmp, value)) return seen;
-    if ((i & 1023u) == 0)
+    if ((i & 1023u) == 0) {
       wait_check(h, start, op, peer, addr, cmp, static_cast<uint64_t>(value), static_cast<uint64_t>(seen), 0,
                  (i & 8191u) == 0);
+    }
   }
 }
 
 // Checks that run in every build: a PE outside the job or one this PE cannot reach.
 __device__ inline char* peer_base(const DeviceHandle& h, int pe, DeviceOp op, const void* addr) {
-  if (static_cast<unsigned>(pe) >= static_cast<unsigned>(h.size))
+  if (static_cast<unsigned>(pe) >= static_cast<unsigned>(h.size)) {
     fail(h, DeviceFault::bad_argument, op, pe, addr, Cmp::lt, static_cast<uint64_t>(static_cast<int64_t>(pe)),
          static_cast<uint64_t>(h.size), 0);
+  }
   char* b = h.peer_bases[pe];
   if (b == nullptr) fail(h, DeviceFault::unreachable, op, pe, addr, Cmp::eq, 0, 0, 0);
   return b;

@@ -168,10 +168,11 @@ __device__ __forceinline__ uint64_t globaltimer() {
 // sees what this thread wrote (or synchronized with) before.
 template <Scope S>
 __device__ __forceinline__ void signal(uint64_t* p, SignalOp op, uint64_t v) {
-  if (op == SignalOp::set)
+  if (op == SignalOp::set) {
     store<S>(p, v, release);
-  else
+  } else {
     red_add<S>(p, v, release);
+  }
 }
 
 // One AtomicOp on a 4- or 8-byte word (operand order: ops.hpp). Returns the old value.
@@ -200,9 +201,10 @@ __device__ inline T apply_atomic(T* p, AtomicOp op, T operand, T compare, Order 
 template <Scope S>
 __device__ inline uint64_t apply_atomic(void* p, unsigned width, AtomicOp op, uint64_t operand, uint64_t compare,
                                         Order o) {
-  if (width == 4)
+  if (width == 4) {
     return apply_atomic<S>(static_cast<uint32_t*>(p), op, static_cast<uint32_t>(operand),
                            static_cast<uint32_t>(compare), o);
+  }
   return apply_atomic<S>(static_cast<uint64_t*>(p), op, operand, compare, o);
 }
 

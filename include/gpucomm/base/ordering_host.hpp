@@ -23,10 +23,11 @@ inline void host_store(T* p, T v, std::memory_order o) {
 // A signal: `set` is a release store, `add` an acq_rel fetch-add (a host has no posted add).
 inline void host_signal(uint64_t* p, SignalOp op, uint64_t v) {
   std::atomic_ref<uint64_t> a(*p);
-  if (op == SignalOp::set)
+  if (op == SignalOp::set) {
     a.store(v, std::memory_order_release);
-  else
+  } else {
     a.fetch_add(v, std::memory_order_acq_rel);
+  }
 }
 
 // One AtomicOp (operand order: ops.hpp) with acq_rel ordering; returns the old value.
@@ -57,9 +58,10 @@ inline T host_apply_atomic(T* p, AtomicOp op, T operand, T compare) {
 // The same on a word of `width` bytes (4 or 8, naturally aligned), zero-extended. Shared by every
 // host path: host copies, the host API of host-memory PEs, UCX's active-message atomics.
 inline uint64_t host_apply_atomic(void* p, unsigned width, AtomicOp op, uint64_t operand, uint64_t compare) {
-  if (width == 4)
+  if (width == 4) {
     return host_apply_atomic<uint32_t>(static_cast<uint32_t*>(p), op, static_cast<uint32_t>(operand),
                                        static_cast<uint32_t>(compare));
+  }
   return host_apply_atomic<uint64_t>(static_cast<uint64_t*>(p), op, operand, compare);
 }
 

@@ -82,9 +82,10 @@ __device__ inline void barrier_master(Coop c, const DeviceHandle& h) {
   uint64_t epoch = 0;
   if (detail::leader(c)) epoch = detail::bump_epoch(&mine->master_epoch);
   epoch = detail::broadcast(c, epoch);
-  if (h.size > DeviceControl::kMaxPes)
+  if (h.size > DeviceControl::kMaxPes) {
     detail::fail(h, DeviceFault::bad_argument, op, -1, nullptr, Cmp::lt, static_cast<uint64_t>(h.size - 1),
                  DeviceControl::kMaxPes, 0);
+  }
   const int t = static_cast<int>(coop::thread_rank(c)), n = static_cast<int>(coop::size(c));
   if (h.rank == 0) {
     for (int r = 1 + t; r < h.size; r += n) detail::wait(h, &mine->arrive[r], Cmp::ge, epoch, op, r);
@@ -107,10 +108,11 @@ __device__ inline void barrier_dissemination(Coop c, const DeviceHandle& h) {
 // small jobs), or the store-only master barrier where some path cannot add (kHandleSetSignalsOnly).
 template <class Coop>
 __device__ inline void barrier_all(Coop c, const DeviceHandle& h) {
-  if (h.flags & kHandleSetSignalsOnly)
+  if (h.flags & kHandleSetSignalsOnly) {
     barrier_master(c, h);
-  else
+  } else {
     barrier_dissemination(c, h);
+  }
 }
 
 }  // namespace gpucomm::device

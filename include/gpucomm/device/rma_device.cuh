@@ -94,19 +94,21 @@ template <class T>
 __device__ inline void p(const DeviceHandle& h, T* dst, T value, int pe) {
   if (proxy::serves(h, pe)) return proxy::routed_p(h, dst, value, pe);
   T* r = detail::remote(h, dst, sizeof(T), alignof(T), DeviceOp::p, pe);
-  if constexpr (sizeof(T) == 4 || sizeof(T) == 8)
+  if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {
     mem::store<mem::kSystem>(r, value, mem::relaxed);
-  else
+  } else {
     *reinterpret_cast<volatile T*>(r) = value;  // sub-word and odd sizes: volatile keeps the store
+  }
 }
 template <class T>
 __device__ inline T g(const DeviceHandle& h, const T* src, int pe) {
   if (proxy::serves(h, pe)) return proxy::routed_g(h, src, pe);
   const T* r = detail::remote(h, src, sizeof(T), alignof(T), DeviceOp::g, pe);
-  if constexpr (sizeof(T) == 4 || sizeof(T) == 8)
+  if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {
     return mem::load<mem::kSystem>(r, mem::relaxed);
-  else
+  } else {
     return *reinterpret_cast<const volatile T*>(r);  // sub-word and odd sizes: volatile keeps the load
+  }
 }
 
 // ---- signals ----

@@ -29,7 +29,8 @@ namespace gpucomm::matching {
 inline constexpr uint32_t kOpenAddressingMaxMultiplicityPct = 6;
 inline constexpr uint32_t kHashSharedSlots = 2 * kHashSharedTargets;
 inline constexpr uint32_t kHashWordsPerSlot = 7;
-inline constexpr size_t kHashSharedBytes = (kHashWordsPerSlot * kHashSharedSlots + kHashSharedTargets) * 4;
+inline constexpr size_t kHashSharedBytes =
+    (static_cast<size_t>(kHashWordsPerSlot) * kHashSharedSlots + kHashSharedTargets) * 4;
 
 // Static shared memory of a block running match_hash (plus kHashSharedBytes dynamic).
 struct HashShared {
@@ -55,12 +56,12 @@ __device__ __forceinline__ TableView table_view(uint32_t* words, uint32_t slots)
   TableView t;
   t.owner = words;
   t.kc = words + slots;
-  t.ks = words + 2 * slots;
-  t.kt = words + 3 * slots;
-  t.count = words + 4 * slots;
-  t.offset = words + 5 * slots;
-  t.claim = words + 6 * slots;
-  t.bucket = words + 7 * slots;
+  t.ks = words + size_t{2} * slots;
+  t.kt = words + size_t{3} * slots;
+  t.count = words + size_t{4} * slots;
+  t.offset = words + size_t{5} * slots;
+  t.claim = words + size_t{6} * slots;
+  t.bucket = words + size_t{7} * slots;
   t.mask = slots - 1;
   return t;
 }

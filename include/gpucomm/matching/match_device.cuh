@@ -27,10 +27,11 @@ __device__ __forceinline__ uint32_t* taken_of(Shared& s) {
 }
 template <class Shared>
 __device__ __forceinline__ uint32_t* sums_of(Shared& s) {
-  if constexpr (requires { s.sums; })
+  if constexpr (requires { s.sums; }) {
     return s.sums;
-  else
+  } else {
     return nullptr;
+  }
 }
 
 // True on every thread when pred(e) holds for some entry of q[0..n).

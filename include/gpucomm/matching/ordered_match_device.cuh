@@ -191,7 +191,7 @@ __device__ void match_phase(coop::Block, const Envelope* probes, uint32_t np, co
         const uint32_t cols = np - p0 < kMatrixWindow ? np - p0 : kMatrixWindow;
         // Only the open columns; the next column's votes load while this one is reduced.
         for (uint32_t chunk = 0; chunk * 32 < cols; ++chunk) {
-          const uint32_t* base = mat + chunk * 32 * kMatrixStride;
+          const uint32_t* base = mat + static_cast<size_t>(chunk) * 32 * kMatrixStride;
           uint32_t m = s.open_cols[(k - 1) & 1][chunk];
           int c = m ? __ffs(m) - 1 : -1;
           uint32_t v = (c >= 0 && lane < rows) ? base[c * kMatrixStride + lane] : 0u;

@@ -96,10 +96,11 @@ __device__ inline uint64_t post(const DeviceHandle& h, const QueueView& q, Descr
   d4[2] = s4[2];
   slot->compare = d.compare;
   // A GPU agent runs on this GPU: release at device scope is enough (and cheaper than system scope).
-  if (q.agent_state)
+  if (q.agent_state) {
     mem::store<mem::kDevice>(&slot->stamp, t + 1, mem::release);
-  else
+  } else {
     mem::store<mem::kSystem>(&slot->stamp, t + 1, mem::release);
+  }
   if (q.doorbell_every && (t + 1) % q.doorbell_every == 0) mem::red_max<mem::kSystem>(q.doorbell, t + 1, mem::release);
   notify_agent(q);
   return t;

@@ -213,17 +213,19 @@ void UcxRemote::wait_for(const std::function<bool()>& ready, const char* call) {
     if (ready()) return;
     raise_lost(call);
     if ((spin & 63) != 0) continue;
-    if (bootstrap_->failed())
+    if (bootstrap_->failed()) {
       raise(Errc::peer_failure, who(call),
             "the job failed (" + bootstrap_->failure() + ") while waiting for " + describe_outstanding());
+    }
     if (timeout_ms <= 0) continue;
     auto waited =
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
-    if (waited >= timeout_ms)
+    if (waited >= timeout_ms) {
       raise(Errc::timeout, who(call),
             "timed out after " + std::to_string(waited / 1000.0).substr(0, 6) +
                 " s (GPUCOMM_TIMEOUT sets the limit) waiting for " + describe_outstanding() +
                 " (a target completes puts and atomics only while it progresses its transport)");
+    }
   }
 }
 

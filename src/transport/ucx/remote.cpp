@@ -37,14 +37,16 @@ void on_ep_error(void* arg, ucp_ep_h, ucs_status_t status) {
 }
 
 void check_context(const RemoteContext& ctx) {
-  if (ctx.size != ctx.bootstrap->size() || ctx.rank != ctx.bootstrap->rank())
+  if (ctx.size != ctx.bootstrap->size() || ctx.rank != ctx.bootstrap->rank()) {
     raise_arg(kOpen, "ctx.rank/ctx.size",
               "rank " + std::to_string(ctx.rank) + " of " + std::to_string(ctx.size) +
                   " disagrees with the bootstrap's " + std::to_string(ctx.bootstrap->rank()) + " of " +
                   std::to_string(ctx.bootstrap->size()));
-  if (ctx.remote_pes.size() != static_cast<size_t>(ctx.size))
+  }
+  if (ctx.remote_pes.size() != static_cast<size_t>(ctx.size)) {
     raise_arg(kOpen, "ctx.remote_pes",
               "lists " + std::to_string(ctx.remote_pes.size()) + " PEs, the job has " + std::to_string(ctx.size));
+  }
   if (ctx.heap_bytes > 0 && !ctx.heap_base) raise_arg(kOpen, "ctx.heap_base", "null with heap_bytes > 0");
 }
 
@@ -191,19 +193,21 @@ Peer& UcxRemote::peer(int pe, const char* call) {
   if (pe < 0 || pe >= size_)
     raise_arg(who(call), "pe", "PE " + std::to_string(pe) + " is not in [0, " + std::to_string(size_) + ")");
   Peer& p = peers_[static_cast<size_t>(pe)];
-  if (!p.reachable)
+  if (!p.reachable) {
     raise_arg(who(call), "pe",
               "PE " + std::to_string(pe) + " is not among the PEs this transport reaches (RemoteContext::remote_pes)");
+  }
   if (p.failed) raise_failed(p, call);
   return p;
 }
 
 Peer& UcxRemote::target(int pe, uint64_t offset, uint64_t bytes, const char* call, const char* arg) {
   Peer& p = peer(pe, call);
-  if (offset > p.bytes || bytes > p.bytes - offset)
+  if (offset > p.bytes || bytes > p.bytes - offset) {
     raise_arg(who(call, pe), arg,
               "[" + hex(offset) + ", " + hex(offset + bytes) + ") is outside PE " + std::to_string(pe) + "'s heap of " +
                   std::to_string(p.bytes) + " bytes");
+  }
   return p;
 }
 
@@ -379,11 +383,12 @@ size_t UcxRemote::progress() {
   }
   if (new_failure_) {
     new_failure_ = false;
-    for (Peer& p : peers_)
+    for (Peer& p : peers_) {
       if (p.failed && !p.reported && p.lost > 0) {
         p.reported = true;
         raise_failed(p, "ucx progress");
       }
+    }
   }
   if ((++progress_calls_ & 255) == 0 && (in_flight_ > 0 || pending_remote_ > 0) && !job_failure_reported_ &&
       bootstrap_->failed()) {

@@ -17,11 +17,12 @@ constexpr const char* kCall = "ucx transport open";
 void check_library_version() {
   unsigned major = 0, minor = 0, release = 0;
   ucp_get_version(&major, &minor, &release);
-  if (major != UCP_API_MAJOR || minor < UCP_API_MINOR)
+  if (major != UCP_API_MAJOR || minor < UCP_API_MINOR) {
     raise(Errc::unsupported, kCall,
           "the loaded " + library_description() + " is older than the UCX " + std::to_string(UCP_API_MAJOR) + "." +
               std::to_string(UCP_API_MINOR) +
               " headers libgpucomm_ucx was built with (was another UCX loaded first, by MPI for instance?)");
+  }
 }
 
 struct ConfigGuard {
