@@ -36,11 +36,17 @@ void host_wait(Ready&& ready, const JobLiveness* b, int64_t timeout_ms, Describe
       std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
     if ((spins & 63) == 0) {
-      if (b && b->failed()) raise(Errc::peer_failure, describe(), "aborted: " + b->failure());
+      // The condition may have come true while this thread slept, just before the job failed (a
+      // peer that did its part and then died): what was waited for wins over the failure.
+      if (b && b->failed()) {
+        if (ready()) return;
+        raise(Errc::peer_failure, describe(), "aborted: " + b->failure());
+      }
       if (timeout_ms > 0) {
         auto waited =
             std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
         if (waited >= timeout_ms) {
+          if (ready()) return;
           raise(Errc::timeout, describe(),
                 "timed out after " + std::to_string(waited / 1000.0).substr(0, 6) +
                     " s (GPUCOMM_TIMEOUT sets the limit)");
