@@ -6,6 +6,8 @@ from pathlib import Path
 
 root = Path(__file__).resolve().parent.parent
 src = (root / "src/core/env.cpp").read_text()
+# Adjacent string literals (clang-format wraps long descriptions) are one string.
+src = re.sub(r'"\s*\n\s*"', "", src)
 rows = re.findall(r'\{"(GPUCOMM_[A-Z0-9_]+)",\s*"([^"]*)",\s*"((?:[^"\\]|\\.)*)"\}', src)
 out = ["# gpucomm environment variables", "",
        "Every variable gpucomm reads. An unknown `GPUCOMM_*` variable draws a warning at start-up.",

@@ -88,6 +88,20 @@ constexpr Variable kVariables[] = {
     {"GPUCOMM_AGENT_BLOCKS", "1", "Blocks of the GPU service agent (transport proxy-gpu)."},
     {"GPUCOMM_AGENT_THREADS", "256",
      "Threads per block of the GPU service agent; each warp serves a share of the queues."},
+    {"GPUCOMM_COLL_ALGO", "",
+     "Collectives: algorithm override for every operation that implements it (`ring`) or per operation "
+     "(`allreduce=twoshot,allgather=ring`); unset, the cost model chooses (docs/COLLECTIVES.md)."},
+    {"GPUCOMM_COLL_MAX_CTAS", "8",
+     "Collectives: channels of each team workspace, and the most CTAs a host-API collective launches (1-64)."},
+    {"GPUCOMM_COLL_SCRATCH", "256K",
+     "Collectives: scratch bytes per channel and parity, shared by the team's members (each member's slot gets its "
+     "share), and the size of the ring region."},
+    {"GPUCOMM_COLL_LL", "64K", "Collectives: bytes of LL words per channel and parity (half of them payload)."},
+    {"GPUCOMM_COLL_POOL", "0",
+     "Collectives: bytes of the symmetric pool the team workspaces come from (0: four workspaces of the world, at most "
+     "a quarter of the heap)."},
+    {"GPUCOMM_COLL_THREADS", "512",
+     "Collectives: threads per CTA of host-API collectives on GPU PEs (a multiple of 32)."},
     {"GPUCOMM_AGENT_IDLE_US", "500",
      "The GPU service agent leaves the GPU after this many microseconds without work and is started again by the next "
      "post (0: it stays until finalize; then cudaFree and cudaDeviceSynchronize wait for finalize)."},

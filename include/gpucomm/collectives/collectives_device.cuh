@@ -1,0 +1,447 @@
+#pragma once
+// Collectives inside kernels (docs/COLLECTIVES.md): the device memory backend of the algorithm
+// templates (algorithms.hpp) on a DeviceHandle, the typed device API, and the launch helper for
+// grid-level calls.
+//
+//   __global__ void k(gpucomm::DeviceHandle h, gpucomm::coll::CollHandle ch, float* x, size_t n) {
+//     gpucomm::coll::device::allreduce(gpucomm::coop::Block{}, h, ch, x, x, n, gpucomm::coll::RedOp::sum);
+//   }
+//
+// Cooperation levels: coop::Warp and coop::Block (one group per member PE, channel 0) and
+// coll::Grid (every block of a co-resident grid; block b works on channel b; the call begins and
+// ends with a grid barrier). Only one collective per team runs on a PE at a time.
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <type_traits>
+
+#include "gpucomm/base/coop.cuh"
+#include "gpucomm/base/group_device.cuh"
+#include "gpucomm/base/handle_device.cuh"
+#include "gpucomm/base/team.hpp"
+#include "gpucomm/collectives/cost_model.hpp"
+#include "gpucomm/collectives/dispatch.hpp"
+#include "gpucomm/core/cuda_check.hpp"
+#include "gpucomm/core/error.hpp"
+#include "gpucomm/device/rma_device.cuh"
+
+namespace gpucomm::coll {
+
+// Every block of the grid calls, each with its own channel (blockIdx.x).
+struct Grid {};
+
+namespace detail {
+
+// The memory backend of a warp or a block (algorithms.hpp lists what it provides). Data moves with
+// the one-sided layer's put-with-signal (direct stores over NVLink, or one descriptor through the
+// proxy), flags and acknowledgements are release stores at system scope, waits are acquire polls
+// with the handle's timeout and job-state checks.
+template <class Coop>
+class DeviceBackend {
+ public:
+  __device__ DeviceBackend(Coop c, const DeviceHandle& h, const CollHandle& ch, const Call& call, uint32_t channel)
+      : c_(c), h_(h), ch_(ch), call_(call), chan_(channel), v_(chan_view(ch, channel)) {}
+
+  __device__ int tid() const { return static_cast<int>(coop::thread_rank(c_)); }
+  __device__ int nthreads() const { return static_cast<int>(coop::size(c_)); }
+  __device__ bool leader() const { return gpucomm::detail::leader(c_); }
+  __device__ void sync() { coop::sync(c_); }
+  __device__ int rank() const { return ch_.team.rank; }
+  __device__ int size() const { return ch_.team.size; }
+  __device__ uint32_t channel() const { return chan_; }
+  __device__ const ChanView& view() const { return v_; }
+  __device__ uint64_t bcast(uint64_t v) { return gpucomm::detail::broadcast(c_, v); }
+  __device__ uint64_t local_load(const uint64_t* p) { return mem::load<mem::kDevice>(p, mem::relaxed); }
+  __device__ void local_store(uint64_t* p, uint64_t v) { mem::store<mem::kDevice>(p, v, mem::relaxed); }
+
+  // Not inlined: the copy loop behind it exists once per kernel instead of at every call site.
+  __device__ __noinline__ void put_signal(int q, void* dst, const void* src, size_t bytes, uint64_t* flag,
+                                          uint64_t value) {
+    const int pe = team_world_rank(ch_.team, q);
+    if (bytes) {
+      gpucomm::device::put_signal(c_, h_, dst, src, bytes, flag, value, SignalOp::set, pe);
+      return;
+    }
+    gpucomm::detail::publish_group(c_);
+    if (leader()) gpucomm::device::signal(h_, flag, value, SignalOp::set, pe);
+    coop::sync(c_);
+  }
+  __device__ void signal(int q, uint64_t* word, uint64_t value) {
+    gpucomm::device::signal(h_, word, value, SignalOp::set, team_world_rank(ch_.team, q));
+  }
+  __device__ void publish() { gpucomm::detail::publish_group(c_); }
+  __device__ void quiet() { gpucomm::device::quiet(c_, h_); }
+
+  template <class FlagOf, class Each>
+  __device__ void wait_flags(FlagOf flag_of, uint32_t stamp, uint32_t sig, Each each) {
+    if (leader()) {
+      each([&](int q) {
+        const uint64_t* f = flag_of(q);
+        const uint64_t seen = poll(
+            f, [&](uint64_t w) { return stamp_reached(static_cast<uint32_t>(w), stamp); }, q, stamp,
+            [&](uint64_t* missing) {
+              each([&](int r) {
+                if (!stamp_reached(static_cast<uint32_t>(mem::load<mem::kSystem>(flag_of(r), mem::relaxed)), stamp) &&
+                    r < 1024)
+                  missing[r / 64] |= uint64_t{1} << (r % 64);
+              });
+            });
+        const auto theirs = static_cast<uint32_t>(seen >> 32);
+        if (theirs != sig) fail_mismatch(q, sig, theirs);
+      });
+    }
+    coop::sync(c_);
+  }
+  __device__ void wait_ack(const uint64_t* ack, uint64_t round, int q) {
+    poll(ack, [&](uint64_t w) { return w >= round; }, q, round, [](uint64_t*) {});
+  }
+  __device__ void ll_store(int q, uint64_t* word, uint64_t value) {
+    uint64_t* r = gpucomm::device::ptr(h_, word, team_world_rank(ch_.team, q));
+    if (r == nullptr) fail_argument(q, 0, 0);
+    mem::store<mem::kSystem>(r, value, mem::relaxed);
+  }
+  __device__ uint64_t ll_wait(const uint64_t* word, uint32_t flag, int q) { return poll_relaxed(word, flag, q); }
+  __device__ void fail_mismatch(int q, uint32_t mine, uint32_t theirs) {
+    CollDiag* d = claim();
+    if (d) {
+      fill(d, CollDiag::mismatch, q, 0, 0, 0);
+      d->sig_mine = mine;
+      d->sig_theirs = theirs;
+      publish_diag(d);
+    }
+    gpucomm::detail::fail(h_, DeviceFault::bad_argument, DeviceOp::wait_until, team_world_rank(ch_.team, q), nullptr,
+                          Cmp::eq, mine, theirs, 0);
+  }
+  __device__ void fail_counts(int q, uint64_t sent, uint64_t expected) {
+    CollDiag* d = claim();
+    if (d) {
+      fill(d, CollDiag::count_mismatch, q, sent, expected, 0);
+      publish_diag(d);
+    }
+    gpucomm::detail::fail(h_, DeviceFault::bad_argument, DeviceOp::wait_until, team_world_rank(ch_.team, q), nullptr,
+                          Cmp::eq, expected, sent, 0);
+  }
+  __device__ void fail_argument(int q, uint64_t value, uint64_t limit) {
+    CollDiag* d = claim();
+    if (d) {
+      fill(d, CollDiag::bad_argument, q, value, limit, 0);
+      publish_diag(d);
+    }
+    gpucomm::detail::fail(h_, DeviceFault::bad_argument, DeviceOp::wait_until,
+                          q < 0 ? -1 : team_world_rank(ch_.team, q), nullptr, Cmp::le, value, limit, 0);
+  }
+
+ private:
+  // The first failing thread of this PE claims the record (nullptr when another one has).
+  __device__ CollDiag* claim() {
+    CollDiag* d = ch_.diag;
+    if (d && mem::compare_exchange<mem::kSystem>(&d->state, CollDiag::kEmpty, CollDiag::kWriting, mem::relaxed) ==
+                 CollDiag::kEmpty)
+      return d;
+    return nullptr;
+  }
+  __device__ void fill(CollDiag* d, uint32_t kind, int q, uint64_t seen, uint64_t expected, uint64_t elapsed) {
+    d->kind = kind;
+    d->team_slot = ch_.team.slot;
+    d->team_size = ch_.team.size;
+    d->team_rank = ch_.team.rank;
+    d->world_rank = h_.rank;
+    d->op = static_cast<uint32_t>(call_.op);
+    d->algorithm = static_cast<uint32_t>(call_.algo);
+    d->channel = chan_;
+    d->seq = mem::load<mem::kDevice>(v_.seq(), mem::relaxed);
+    d->epoch = mem::load<mem::kDevice>(v_.epoch(), mem::relaxed);
+    d->peer = q;
+    d->peer_world = q >= 0 && q < ch_.team.size ? team_world_rank(ch_.team, q) : -1;
+    d->seen = seen;
+    d->expected = expected;
+    d->elapsed_ns = elapsed;
+  }
+  __device__ void publish_diag(CollDiag* d) { mem::store<mem::kSystem>(&d->state, CollDiag::kReady, mem::release); }
+
+  template <class Missing>
+  __device__ void fail_wait(const uint64_t* addr, int q, uint64_t expected, uint64_t seen, uint64_t waited,
+                            uint32_t failed, Missing&& missing) {
+    CollDiag* d = claim();
+    if (d) {
+      fill(d, failed ? CollDiag::aborted : CollDiag::timeout, q, seen, failed ? failed - 1 : expected, waited);
+      for (auto& m : d->missing) m = 0;
+      missing(d->missing);
+      publish_diag(d);
+    }
+    gpucomm::detail::fail(h_, failed ? DeviceFault::aborted : DeviceFault::timeout, DeviceOp::wait_until,
+                          team_world_rank(ch_.team, q), addr, Cmp::ge, expected,
+                          failed ? static_cast<uint64_t>(failed - 1) : seen, waited);
+  }
+  // Acquire polls of `addr` until ok(value); every 1024 polls the timeout, every 8192 the job state.
+  template <class Ok, class Missing>
+  __device__ uint64_t poll(const uint64_t* addr, Ok&& ok, int q, uint64_t expected, Missing&& missing) {
+    uint64_t seen = mem::load<mem::kSystem>(addr, mem::acquire);
+    if (ok(seen)) return seen;
+    const uint64_t start = mem::globaltimer();
+    for (uint32_t i = 1;; ++i) {
+      seen = mem::load<mem::kSystem>(addr, mem::acquire);
+      if (ok(seen)) return seen;
+      if ((i & 1023u) == 0) check(addr, q, expected, seen, start, (i & 8191u) == 0, missing);
+    }
+  }
+  // LL words: relaxed polls (the data is in the word itself).
+  __device__ uint64_t poll_relaxed(const uint64_t* addr, uint32_t flag, int q) {
+    uint64_t seen = mem::load<mem::kSystem>(addr, mem::relaxed);
+    if (static_cast<uint32_t>(seen >> 32) == flag) return seen;
+    const uint64_t start = mem::globaltimer();
+    for (uint32_t i = 1;; ++i) {
+      seen = mem::load<mem::kSystem>(addr, mem::relaxed);
+      if (static_cast<uint32_t>(seen >> 32) == flag) return seen;
+      if ((i & 1023u) == 0) check(addr, q, flag, seen >> 32, start, (i & 8191u) == 0, [](uint64_t*) {});
+    }
+  }
+  template <class Missing>
+  __device__ void check(const uint64_t* addr, int q, uint64_t expected, uint64_t seen, uint64_t start, bool job,
+                        Missing&& missing) {
+    const uint64_t waited = mem::globaltimer() - start;
+    const uint32_t failed = job ? gpucomm::detail::job_failed(h_) : 0u;
+    if (failed || (h_.timeout_ns != 0 && waited > h_.timeout_ns))
+      fail_wait(addr, q, expected, seen, waited, failed, missing);
+  }
+
+  Coop c_;
+  const DeviceHandle& h_;
+  const CollHandle& ch_;
+  const Call& call_;
+  uint32_t chan_;
+  ChanView v_;
+};
+
+// The grid barrier of grid-level calls (workspace header: count, generation; device scope).
+__device__ inline void grid_sync(const DeviceHandle& h, const CollHandle& ch) {
+  mem::fence<mem::kDevice>(mem::acq_rel);
+  __syncthreads();
+  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
+    auto* count = reinterpret_cast<uint32_t*>(ch.ws);
+    auto* gen = count + 1;
+    const uint32_t g = mem::load<mem::kDevice>(gen, mem::acquire);
+    const uint32_t blocks = gridDim.x * gridDim.y * gridDim.z;
+    if (mem::fetch_add<mem::kDevice>(count, 1u, mem::acq_rel) == blocks - 1) {
+      mem::store<mem::kDevice>(count, 0u, mem::relaxed);
+      mem::store<mem::kDevice>(gen, g + 1, mem::release);
+    } else {
+      gpucomm::detail::wait<mem::kDevice>(h, gen, Cmp::ne, g, DeviceOp::wait_until, -1);
+    }
+  }
+  __syncthreads();
+}
+
+// The typed entry points: DataType of a device type.
+template <class T>
+struct TypeOf;
+template <>
+struct TypeOf<__nv_fp8_e4m3> {
+  static constexpr DataType value = DataType::f8e4m3;
+};
+template <>
+struct TypeOf<__nv_fp8_e5m2> {
+  static constexpr DataType value = DataType::f8e5m2;
+};
+template <>
+struct TypeOf<__half> {
+  static constexpr DataType value = DataType::f16;
+};
+template <>
+struct TypeOf<__nv_bfloat16> {
+  static constexpr DataType value = DataType::bf16;
+};
+template <>
+struct TypeOf<float> {
+  static constexpr DataType value = DataType::f32;
+};
+template <>
+struct TypeOf<double> {
+  static constexpr DataType value = DataType::f64;
+};
+template <>
+struct TypeOf<int32_t> {
+  static constexpr DataType value = DataType::i32;
+};
+template <>
+struct TypeOf<int64_t> {
+  static constexpr DataType value = DataType::i64;
+};
+template <>
+struct TypeOf<uint32_t> {
+  static constexpr DataType value = DataType::u32;
+};
+template <>
+struct TypeOf<uint64_t> {
+  static constexpr DataType value = DataType::u64;
+};
+
+// Algorithm::automatic in kernels: the rules the cost model wrote into the handle.
+__device__ inline Algorithm resolve(const CollHandle& ch, CollOp op, uint64_t bytes, Algorithm a) {
+  if (a != Algorithm::automatic) return a;
+  return static_cast<Algorithm>(ch.auto_algo[static_cast<int>(op)][auto_rule(ch, op, bytes)]);
+}
+
+// This group's part of `call`, instantiated for the call's type only (DT; any type of the element
+// size for the operations that only move data).
+template <DataType DT, class B>
+__device__ inline void run_typed(B& b, const Call& call, const CollHandle& ch) {
+  if (reduces(call.op)) {
+    run_reduction<DT>(b, call, ch);
+  } else {
+    run_movement<typename Bits<type_size(DT)>::type>(b, call);
+  }
+}
+
+// Runs `call` at the cooperation level of `c`.
+template <DataType DT, class Coop>
+__device__ inline void run(Coop c, const DeviceHandle& h, const CollHandle& ch, Call& call) {
+  gpucomm::detail::check_handle(h, DeviceOp::wait_until);
+  gpucomm::detail::check_team(h, ch.team, DeviceOp::team_barrier);
+  call.channels = 1;
+  call.sig =
+      signature(call.op, call.dt, call.redop, call.algo, call.op == CollOp::alltoallv ? 0 : call.count, call.root, 1);
+  DeviceBackend<Coop> b(c, h, ch, call, 0);
+  if (call.algo == Algorithm::oneshot_ll && !(ch.flags & kCollAllDirect)) b.fail_argument(-1, 1, 0);
+  run_typed<DT>(b, call, ch);
+  coop::sync(c);
+}
+template <DataType DT>
+__device__ inline void run(Grid, const DeviceHandle& h, const CollHandle& ch, Call& call) {
+  gpucomm::detail::check_handle(h, DeviceOp::wait_until);
+  const uint32_t blocks = gridDim.x * gridDim.y * gridDim.z;
+  const uint32_t block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  call.channels = blocks;
+  call.sig = signature(call.op, call.dt, call.redop, call.algo, call.op == CollOp::alltoallv ? 0 : call.count,
+                       call.root, blocks);
+  DeviceBackend<coop::Block> b(coop::Block{}, h, ch, call, block);
+  if (blocks > ch.channels) b.fail_argument(-1, blocks, ch.channels);
+  if (call.algo == Algorithm::oneshot_ll && !(ch.flags & kCollAllDirect)) b.fail_argument(-1, 1, 0);
+  grid_sync(h, ch);
+  run_typed<DT>(b, call, ch);
+  grid_sync(h, ch);
+}
+
+template <class T>
+__device__ inline Call make_call(CollOp op, const T* send, T* recv, size_t count, RedOp red, int root, Algorithm a,
+                                 const CollHandle& ch) {
+  Call call{};
+  call.op = op;
+  call.dt = TypeOf<T>::value;
+  call.redop = red;
+  call.root = root;
+  call.count = count;
+  call.send = send;
+  call.recv = recv;
+  call.algo = resolve(ch, op, count * sizeof(T), a);
+  return call;
+}
+
+}  // namespace detail
+
+namespace device {
+
+// Barrier over the team (includes quiet: earlier puts of the group are complete and visible).
+template <class Coop>
+__device__ inline void barrier(Coop c, const DeviceHandle& h, const CollHandle& ch,
+                               Algorithm a = Algorithm::automatic) {
+  Call call{};
+  call.op = CollOp::barrier;
+  call.dt = DataType::u64;
+  call.root = -1;
+  call.algo = detail::resolve(ch, CollOp::barrier, 0, a);
+  detail::run<DataType::u64>(c, h, ch, call);
+}
+template <class Coop, class T>
+__device__ inline void broadcast(Coop c, const DeviceHandle& h, const CollHandle& ch, const T* send, T* recv,
+                                 size_t count, int root, Algorithm a = Algorithm::automatic) {
+  Call call = detail::make_call(CollOp::broadcast, send, recv, count, RedOp::sum, root, a, ch);
+  if (count) detail::run<detail::TypeOf<T>::value>(c, h, ch, call);
+}
+template <class Coop, class T>
+__device__ inline void reduce(Coop c, const DeviceHandle& h, const CollHandle& ch, const T* send, T* recv, size_t count,
+                              RedOp op, int root, Algorithm a = Algorithm::automatic) {
+  Call call = detail::make_call(CollOp::reduce, send, recv, count, op, root, a, ch);
+  if (count) detail::run<detail::TypeOf<T>::value>(c, h, ch, call);
+}
+template <class Coop, class T>
+__device__ inline void allreduce(Coop c, const DeviceHandle& h, const CollHandle& ch, const T* send, T* recv,
+                                 size_t count, RedOp op, Algorithm a = Algorithm::automatic) {
+  Call call = detail::make_call(CollOp::allreduce, send, recv, count, op, -1, a, ch);
+  if (count) detail::run<detail::TypeOf<T>::value>(c, h, ch, call);
+}
+template <class Coop, class T>
+__device__ inline void allgather(Coop c, const DeviceHandle& h, const CollHandle& ch, const T* send, T* recv,
+                                 size_t count, Algorithm a = Algorithm::automatic) {
+  Call call = detail::make_call(CollOp::allgather, send, recv, count, RedOp::sum, -1, a, ch);
+  if (count) detail::run<detail::TypeOf<T>::value>(c, h, ch, call);
+}
+template <class Coop, class T>
+__device__ inline void reduce_scatter(Coop c, const DeviceHandle& h, const CollHandle& ch, const T* send, T* recv,
+                                      size_t count, RedOp op, Algorithm a = Algorithm::automatic) {
+  Call call = detail::make_call(CollOp::reduce_scatter, send, recv, count, op, -1, a, ch);
+  if (count) detail::run<detail::TypeOf<T>::value>(c, h, ch, call);
+}
+template <class Coop, class T>
+__device__ inline void alltoall(Coop c, const DeviceHandle& h, const CollHandle& ch, const T* send, T* recv,
+                                size_t count, Algorithm a = Algorithm::automatic) {
+  Call call = detail::make_call(CollOp::alltoall, send, recv, count, RedOp::sum, -1, a, ch);
+  if (count) detail::run<detail::TypeOf<T>::value>(c, h, ch, call);
+}
+// Counts and displacements in elements, resident in device memory (one entry per team rank).
+template <class Coop, class T>
+__device__ inline void alltoallv(Coop c, const DeviceHandle& h, const CollHandle& ch, const T* send,
+                                 const uint64_t* send_counts, const uint64_t* send_displs, T* recv,
+                                 const uint64_t* recv_counts, const uint64_t* recv_displs) {
+  Call call = detail::make_call(CollOp::alltoallv, send, recv, 0, RedOp::sum, -1, Algorithm::oneshot, ch);
+  call.send_counts = send_counts;
+  call.send_displs = send_displs;
+  call.recv_counts = recv_counts;
+  call.recv_displs = recv_displs;
+  detail::run<detail::TypeOf<T>::value>(c, h, ch, call);
+}
+
+}  // namespace device
+
+// Launches `kernel` with `blocks` co-resident blocks (a cooperative launch), as grid-level
+// collectives need. Raises Errc::invalid_argument naming the kernel's limits when the blocks do
+// not fit on the GPU at once, Errc::cuda when the launch fails.
+template <class... Params, class... Args>
+inline void launch_grid(void (*kernel)(Params...), unsigned blocks, unsigned threads, size_t shared_bytes,
+                        cudaStream_t stream, Args&&... args) {
+  int dev = 0, sms = 0, per_sm = 0;
+  check_cuda(cudaGetDevice(&dev), "cudaGetDevice", "coll::launch_grid");
+  check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "cudaDeviceGetAttribute",
+             "coll::launch_grid");
+  check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, static_cast<int>(threads), shared_bytes),
+             "cudaOccupancyMaxActiveBlocksPerMultiprocessor", "coll::launch_grid");
+  const unsigned most = static_cast<unsigned>(per_sm) * static_cast<unsigned>(sms);
+  if (blocks == 0 || blocks > most) {
+    raise_arg("coll::launch_grid", "blocks",
+              std::to_string(blocks) + " blocks of " + std::to_string(threads) + " threads (" +
+                  std::to_string(shared_bytes) + " bytes of shared memory) cannot all be resident: at most " +
+                  std::to_string(most) + " fit (" + std::to_string(per_sm) + " per SM, " + std::to_string(sms) +
+                  " SMs)");
+  }
+  if (blocks > static_cast<unsigned>(kMaxChannels)) {
+    raise_arg("coll::launch_grid", "blocks",
+              std::to_string(blocks) + " is more than a team workspace's channels can serve (" +
+                  std::to_string(kMaxChannels) + "; GPUCOMM_COLL_MAX_CTAS sets the workspace's)");
+  }
+  std::tuple<Params...> values(std::forward<Args>(args)...);
+  void* argv[sizeof...(Params) + 1] = {};
+  std::apply(
+      [&](auto&... v) {
+        int i = 0;
+        ((argv[i++] = static_cast<void*>(&v)), ...);
+      },
+      values);
+  check_cuda(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), dim3(blocks), dim3(threads), argv,
+                                         shared_bytes, stream),
+             "cudaLaunchCooperativeKernel", "coll::launch_grid");
+}
+
+}  // namespace gpucomm::coll

@@ -1,0 +1,94 @@
+#include "diag_text.hpp"
+
+#include <cstdio>
+
+namespace gpucomm::coll::detail {
+
+std::string call_context(CollOp op, Algorithm a, int team_slot, int team_size, uint64_t seq, uint64_t epoch,
+                         uint32_t channel) {
+  char b[200];
+  std::snprintf(b, sizeof b, "collective %s on team %d (%d PEs), sequence %llu, round %llu (%s, channel %u)",
+                op_name(op), team_slot, team_size, static_cast<unsigned long long>(seq),
+                static_cast<unsigned long long>(epoch), algorithm_name(a), channel);
+  return b;
+}
+
+std::string mismatch_text(uint32_t mine, uint32_t theirs, int peer, int peer_world) {
+  std::string s = "team rank " + std::to_string(peer) + " (world " + std::to_string(peer_world) +
+                  ") called it with other arguments:";
+  bool any = false;
+  auto field = [&](const char* what, const char* here, const char* there) {
+    s += std::string(any ? ";" : "") + " " + what + " differs (" + here + " here, " + there + " there)";
+    any = true;
+  };
+  if (sig_op(mine) != sig_op(theirs)) field("operation", op_name(sig_op(mine)), op_name(sig_op(theirs)));
+  if (sig_type(mine) != sig_type(theirs)) field("data type", type_name(sig_type(mine)), type_name(sig_type(theirs)));
+  if (sig_redop(mine) != sig_redop(theirs))
+    field("reduction", redop_name(sig_redop(mine)), redop_name(sig_redop(theirs)));
+  if (sig_algorithm(mine) != sig_algorithm(theirs)) {
+    field("algorithm", algorithm_name(sig_algorithm(mine)), algorithm_name(sig_algorithm(theirs)));
+  }
+  if ((mine >> 15) != (theirs >> 15)) {
+    s += std::string(any ? ";" : "") + " count, root or channel count differ";
+    any = true;
+  }
+  if (!any) s += " (signature differs)";
+  return s;
+}
+
+std::string missing_text(const std::vector<int>& team_ranks, const std::vector<int>& world_ranks, int peer,
+                         uint64_t seen_word, bool is_flag) {
+  std::string ranks, worlds;
+  for (size_t i = 0; i < team_ranks.size(); ++i) {
+    ranks += (i ? ", " : "") + std::to_string(team_ranks[i]);
+    worlds += (i ? ", " : "") + std::to_string(world_ranks[i]);
+  }
+  std::string s =
+      "waiting for team rank" + std::string(team_ranks.size() > 1 ? "s " : " ") + ranks + " (world " + worlds + ")";
+  if (is_flag) {
+    const uint32_t stamp = static_cast<uint32_t>(seen_word);
+    s += seen_word == 0
+             ? "; team rank " + std::to_string(peer) + " has raised no flag on this channel yet"
+             : "; team rank " + std::to_string(peer) + "'s last flag is from round " + std::to_string(stamp >> 12) +
+                   " step " + std::to_string(stamp & 0xfff) + " (rounds modulo 2^20)";
+  } else {
+    s += "; its acknowledgement stands at round " + std::to_string(seen_word);
+  }
+  return s;
+}
+
+std::string describe(const CollDiag& d, const std::vector<int>& members) {
+  std::string s = call_context(static_cast<CollOp>(d.op), static_cast<Algorithm>(d.algorithm), d.team_slot, d.team_size,
+                               d.seq, d.epoch, d.channel) +
+                  " on team rank " + std::to_string(d.team_rank) + " (world " + std::to_string(d.world_rank) + "): ";
+  switch (d.kind) {
+    case CollDiag::mismatch:
+      return s + mismatch_text(d.sig_mine, d.sig_theirs, d.peer, d.peer_world);
+    case CollDiag::count_mismatch:
+      return s + "alltoallv: team rank " + std::to_string(d.peer) + " sends " + std::to_string(d.seen) +
+             " elements to this PE, recv_counts[" + std::to_string(d.peer) + "] is " + std::to_string(d.expected);
+    case CollDiag::bad_argument:
+      return s + "bad argument (value " + std::to_string(d.seen) + ", limit " + std::to_string(d.expected) + ")";
+    default:
+      break;
+  }
+  std::vector<int> ranks, worlds;
+  for (int i = 0; i < 1024 && i < d.team_size; ++i) {
+    if (d.missing[i / 64] >> (i % 64) & 1) ranks.push_back(i);
+  }
+  if (ranks.empty()) ranks.push_back(d.peer);
+  for (int r : ranks) {
+    worlds.push_back(r == d.peer                               ? d.peer_world
+                     : static_cast<size_t>(r) < members.size() ? members[static_cast<size_t>(r)]
+                                                               : -1);
+  }
+  char t[64];
+  std::snprintf(t, sizeof t, " after %.3f s", static_cast<double>(d.elapsed_ns) / 1e9);
+  const std::string what =
+      d.kind == CollDiag::aborted
+          ? "aborted (the job failed elsewhere: rank " + std::to_string(d.expected) + ")" + t + " while "
+          : std::string("timed out") + t + " (GPUCOMM_TIMEOUT sets the limit) ";
+  return s + what + missing_text(ranks, worlds, d.peer, d.seen, true);
+}
+
+}  // namespace gpucomm::coll::detail

@@ -1,0 +1,20 @@
+// Builds without CUDA kernels: the host API of GPU PEs says so.
+#include "gpu_launch.hpp"
+
+namespace gpucomm::coll::detail {
+
+bool gpu_kernels_built() {
+  return false;
+}
+cudaError_t preload_kernels() {
+  return cudaErrorNotSupported;
+}
+cudaError_t launch(const DeviceHandle&, const CollHandle&, const Call&, unsigned, cudaStream_t) {
+  return cudaErrorNotSupported;
+}
+cudaError_t launch_alltoallv_inline(const DeviceHandle&, const CollHandle&, const Call&, const uint64_t*,
+                                    const uint64_t*, const uint64_t*, const uint64_t*, unsigned, cudaStream_t) {
+  return cudaErrorNotSupported;
+}
+
+}  // namespace gpucomm::coll::detail
