@@ -1,0 +1,124 @@
+// GPU PEs: CUDA events on the runtime's stream; graph mode captures the calls once and replays.
+#include <cuda_runtime.h>
+
+#include <chrono>
+
+#include "gpucomm/core/cuda_check.hpp"
+#include "harness.hpp"
+
+namespace gpucomm::bench {
+
+namespace {
+
+__global__ void empty_kernel() {}
+
+class GpuHarness final : public Harness {
+ public:
+  explicit GpuHarness(Runtime& rt) : rt_(rt), stream_(reinterpret_cast<cudaStream_t>(rt.stream())) {
+    GPUCOMM_CUDA_CHECK(cudaEventCreate(&start_));
+    GPUCOMM_CUDA_CHECK(cudaEventCreate(&stop_));
+  }
+  ~GpuHarness() override {
+    (void)cudaEventDestroy(start_);
+    (void)cudaEventDestroy(stop_);
+  }
+  GpuHarness(const GpuHarness&) = delete;
+  GpuHarness& operator=(const GpuHarness&) = delete;
+
+  bool gpu() const override { return true; }
+  void* alloc(size_t bytes) override {
+    void* p = nullptr;
+    check_cuda(cudaMalloc(&p, bytes ? bytes : 1), "cudaMalloc", "benchmark buffer");
+    return p;
+  }
+  void release(void* p) override { (void)cudaFree(p); }
+  void upload(void* dst, const void* src, size_t bytes) override {
+    check_cuda(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy", "benchmark input");
+  }
+  void download(void* dst, const void* src, size_t bytes) override {
+    check_cuda(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy", "benchmark output");
+  }
+  void run_once(const CollCall& call) override {
+    call(rt_.stream());
+    sync("a collective");
+  }
+
+  std::vector<double> samples_us(const CollCall& call, int iters, int samples, bool graph) override {
+    cudaGraphExec_t exec = nullptr;
+    if (graph) exec = capture(call, iters);
+    std::vector<double> out;
+    for (int s = 0; s <= samples; ++s) {
+      rt_.barrier_all();
+      GPUCOMM_CUDA_CHECK(cudaEventRecord(start_, stream_));
+      if (exec) {
+        GPUCOMM_CUDA_CHECK(cudaGraphLaunch(exec, stream_));
+      } else {
+        for (int i = 0; i < iters; ++i) call(rt_.stream());
+      }
+      GPUCOMM_CUDA_CHECK(cudaEventRecord(stop_, stream_));
+      sync("the timed collectives");
+      float ms = 0;
+      GPUCOMM_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+      if (s > 0) out.push_back(1000.0 * ms / iters);  // sample 0 warms up
+    }
+    if (exec) GPUCOMM_CUDA_CHECK(cudaGraphExecDestroy(exec));
+    return out;
+  }
+
+  double enqueue_us(const CollCall& call, int iters, int samples) override {
+    return host_time_us([&] { call(rt_.stream()); }, iters, samples, "the enqueued collectives");
+  }
+  double launch_floor_us(int iters, int samples) override {
+    return host_time_us(
+        [&] {
+          empty_kernel<<<1, 32, 0, stream_>>>();
+          GPUCOMM_CUDA_CHECK_LAUNCH("empty_kernel");
+        },
+        iters, samples, "the empty kernels");
+  }
+
+ private:
+  // Waits for the stream; a failed collective raises its own record (team, operation, sequence).
+  void sync(const char* what) {
+    cudaError_t e = cudaStreamSynchronize(stream_);
+    if (e != cudaSuccess) rt_.check_device();
+    check_cuda(e, "cudaStreamSynchronize", what);
+  }
+  cudaGraphExec_t capture(const CollCall& call, int iters) {
+    cudaGraph_t g = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    GPUCOMM_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < iters; ++i) call(rt_.stream());
+    GPUCOMM_CUDA_CHECK(cudaStreamEndCapture(stream_, &g));
+    GPUCOMM_CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
+    GPUCOMM_CUDA_CHECK(cudaGraphDestroy(g));
+    return exec;
+  }
+  // Host microseconds per `enqueue` (median of samples), the stream drained between samples.
+  template <class F>
+  double host_time_us(F&& enqueue, int iters, int samples, const char* what) {
+    std::vector<double> out;
+    for (int s = 0; s <= samples; ++s) {
+      rt_.barrier_all();
+      auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < iters; ++i) enqueue();
+      double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+      sync(what);
+      if (s > 0) out.push_back(us / iters);
+    }
+    return median(out);
+  }
+
+  Runtime& rt_;
+  cudaStream_t stream_;
+  cudaEvent_t start_ = nullptr;
+  cudaEvent_t stop_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<Harness> make_gpu_harness(Runtime& rt) {
+  return std::make_unique<GpuHarness>(rt);
+}
+
+}  // namespace gpucomm::bench

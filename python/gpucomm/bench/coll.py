@@ -1,0 +1,68 @@
+"""``gpucomm bench coll``: the collectives' host API with nccl-tests conventions.
+
+Launches ``gpucomm-bench-coll`` on N PEs (``gpucomm run -n N``): GPU PEs when GPUs exist (two
+sharing the GPU when there is only one), host-memory PEs otherwise or with ``--host``. Prints the
+table (size, count, type, redop, root, then out-of-place and in-place time, algbw, busbw, CTAs,
+wrong) and writes JSON with ``--json FILE``. Options after ``--`` go to the program unchanged
+(see ``gpucomm-bench-coll --help``).
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+from gpucomm._tools import find_tool
+from gpucomm.launch import LaunchOptions, launch
+from gpucomm.launch.gpus import visible_gpu_count
+
+
+def register(targets) -> None:
+    p = targets.add_parser("coll", help="collectives (allreduce, allgather, ...) with nccl-tests conventions",
+                           description=__doc__.split("\n\n")[1].replace("\n", " "))
+    p.add_argument("-n", "--np", type=int, default=0, metavar="N",
+                   help="number of PEs (default: one per GPU, at least 2)")
+    p.add_argument("--host", action="store_true", help="use host-memory PEs even when GPUs exist")
+    p.add_argument("--ops", help="operations, comma-separated (default: all but barrier)")
+    p.add_argument("-d", "--type", help="data type (default f32)")
+    p.add_argument("-o", "--redop", help="reduction (default sum)")
+    p.add_argument("-b", "--minbytes", help="smallest size (K, M, G suffixes)")
+    p.add_argument("-e", "--maxbytes", help="largest size")
+    p.add_argument("-f", "--stepfactor", help="size multiplier")
+    p.add_argument("--mode", choices=["eager", "graph", "both"], help="GPU PEs: eager calls, graph replays or both")
+    p.add_argument("--algo", help="algorithm (default: the cost model's choice)")
+    p.add_argument("--max-ctas", help="bound on the CTAs of a call")
+    p.add_argument("--quick", action="store_true", help="fewer sizes, iterations and samples")
+    p.add_argument("--json", metavar="FILE", help="write the results as JSON")
+    p.add_argument("extra", nargs="*", help="further options for gpucomm-bench-coll (after --)")
+    p.set_defaults(func=run)
+
+
+def command(args) -> list[str]:
+    """The program's command line for the parsed arguments."""
+    cmd = [str(find_tool("gpucomm-bench-coll"))]
+    for flag in ("ops", "type", "redop", "minbytes", "maxbytes", "stepfactor", "mode", "algo", "max_ctas"):
+        value = getattr(args, flag)
+        if value is not None:
+            cmd += ["--" + flag.replace("_", "-"), str(value)]
+    if args.quick:
+        cmd.append("--quick")
+    if args.json:
+        cmd += ["--json", os.path.abspath(args.json)]
+    return cmd + list(args.extra)
+
+
+def run(args) -> int:
+    gpus = 0 if args.host else visible_gpu_count()
+    n = args.np or max(2, gpus)
+    env = {}
+    if gpus == 0:
+        env["GPUCOMM_DEVICE"] = "host"
+        why = "requested with --host" if args.host else "no GPU found"
+        print(f"gpucomm bench coll: host-memory PEs ({why}): {n} PEs in shared memory", flush=True)
+    else:
+        env["GPUCOMM_DEVICE"] = "gpu"
+        env["NCCL_NVLS_ENABLE"] = "0"
+        note = " (PEs share GPUs: functional, host enqueue times meaningful, bandwidths not)" if n > gpus else ""
+        print(f"gpucomm bench coll: {n} GPU PEs on {gpus} GPU(s){note}", flush=True)
+    sys.stdout.flush()
+    return launch(LaunchOptions(nprocs=n, command=command(args), extra_env=env, gpus="auto" if gpus else "none"))
