@@ -113,6 +113,11 @@ class PyRuntime {
 
 }  // namespace
 
+// The Runtime behind a gpucomm.Runtime object (for the other bindings, such as the collectives').
+gpucomm::Runtime& bound_runtime(nb::handle runtime) {
+  return nb::cast<PyRuntime&>(runtime).rt();
+}
+
 void bind_runtime(nb::module_& m) {
   nb::class_<PyRuntime>(m, "Runtime",
                         "A gpucomm PE (collective: every process of the job creates one). Use as a context manager; "

@@ -7,9 +7,11 @@
 namespace nb = nanobind;
 
 void bind_all(nb::module_& m);
+void bind_collectives(nb::module_& m);
 
 NB_MODULE(_core, m) {
   m.doc() = "gpucomm host API";
   m.attr("__version__") = GPUCOMM_VERSION_STRING;
   bind_all(m);
+  bind_collectives(m);
 }

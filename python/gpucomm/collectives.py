@@ -1,0 +1,162 @@
+"""Collectives on numpy, torch and cupy arrays (docs/COLLECTIVES.md).
+
+    import gpucomm
+    from gpucomm.collectives import Collectives
+
+    with gpucomm.Runtime() as rt, Collectives(rt) as coll:
+        coll.allreduce(x)                 # in place; torch/cupy CUDA arrays: on their current stream
+        y = coll.allgather(x)             # a new array of the same kind, size * len(x) elements
+
+Device arrays (torch, cupy, symmetric arrays of GPU PEs) go to the stream-ordered host API on the
+framework's current stream (``stream=`` overrides it: an int, or an object with ``cuda_stream`` or
+``ptr``), so the call is ordered after the framework's earlier work on that stream and returns
+before it completes, like NCCL. Host arrays (numpy) on host-memory PEs run at once; on GPU PEs
+they are copied to the device and back, and the call waits.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+
+def _core():
+    from . import _load_core
+    return _load_core()
+
+
+def _module_of(x: Any) -> str:
+    return type(x).__module__.split(".")[0]
+
+
+def _stream_of(x: Any, stream: Any) -> int:
+    """The CUDA stream (as an int) the call goes on: the given one, else the framework's current one."""
+    if stream is not None:
+        if isinstance(stream, int):
+            return stream
+        for attr in ("cuda_stream", "ptr"):
+            if hasattr(stream, attr):
+                return int(getattr(stream, attr))
+        raise TypeError(f"gpucomm: stream must be an int or have cuda_stream/ptr, not {type(stream).__name__}")
+    mod = _module_of(x)
+    if mod == "torch" and getattr(x, "is_cuda", False):
+        import torch
+        return int(torch.cuda.current_stream(x.device).cuda_stream)
+    if mod == "cupy":
+        import cupy
+        return int(cupy.cuda.get_current_stream().ptr)
+    return 0
+
+
+def _empty(x: Any, n: int) -> Any:
+    """A new 1-D array of `n` elements of x's dtype, on x's device, from x's framework."""
+    mod = _module_of(x)
+    if mod == "torch":
+        import torch
+        return torch.empty(n, dtype=x.dtype, device=x.device)
+    if mod == "cupy":
+        import cupy
+        return cupy.empty(n, dtype=x.dtype)
+    import numpy as np
+    return np.empty(n, dtype=x.dtype)
+
+
+def _size(x: Any) -> int:
+    n = getattr(x, "size", None)
+    if callable(n):  # torch
+        return int(x.numel())
+    return int(n)
+
+
+class Collectives:
+    """The collectives of a Runtime (collective over the world: every PE creates it, and closes it
+    before the Runtime). ``team`` is ``"world"`` or ``"node"``; ``algorithm`` an algorithm name
+    (``"auto"``, ``"oneshot"``, ``"oneshot_ll"``, ``"twoshot"``, ``"ring"``, ``"multiring"``,
+    ``"hierarchical"``); ``max_ctas`` bounds the CTAs of a call on GPU PEs (0: the default)."""
+
+    def __init__(self, runtime: Any):
+        self.runtime = runtime
+        self._c = _core().Collectives(runtime)
+
+    def close(self) -> None:
+        """Collective: frees the team workspaces."""
+        self._c.close()
+
+    def __enter__(self) -> "Collectives":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def barrier(self, team: str = "world", stream: Any = None) -> None:
+        """Every member of the team arrived (earlier puts complete); on GPU PEs ordered on `stream`."""
+        self._c.barrier(team, _stream_of(None, stream))
+
+    def allreduce(self, send, recv=None, op: str = "sum", *, team: str = "world", stream: Any = None,
+                  algorithm: str = "auto", max_ctas: int = 0):
+        """Reduces `send` over the team into `recv` (default: in place). Returns `recv`."""
+        recv = send if recv is None else recv
+        self._c.allreduce(send, recv, op, team, _stream_of(send, stream), algorithm, max_ctas)
+        return recv
+
+    def reduce(self, send, recv=None, op: str = "sum", root: int = 0, *, team: str = "world", stream: Any = None,
+               algorithm: str = "auto", max_ctas: int = 0):
+        """Reduces `send` into `recv` on team rank `root` (default: in place). Returns `recv`."""
+        recv = send if recv is None else recv
+        self._c.reduce(send, recv, op, root, team, _stream_of(send, stream), algorithm, max_ctas)
+        return recv
+
+    def broadcast(self, x, root: int = 0, *, recv=None, team: str = "world", stream: Any = None,
+                  algorithm: str = "auto", max_ctas: int = 0):
+        """The root's `x` into every PE's `recv` (default: `x`, in place). Returns `recv`."""
+        recv = x if recv is None else recv
+        self._c.broadcast(x, recv, root, team, _stream_of(x, stream), algorithm, max_ctas)
+        return recv
+
+    def allgather(self, send, recv=None, *, team: str = "world", stream: Any = None, algorithm: str = "auto",
+                  max_ctas: int = 0):
+        """Every PE's `send`, in team-rank order. Returns `recv` (default: a new 1-D array)."""
+        if recv is None:
+            recv = _empty(send, _size(send) * self._team_size(team))
+        self._c.allgather(send, recv, team, _stream_of(send, stream), algorithm, max_ctas)
+        return recv
+
+    def reduce_scatter(self, send, recv=None, op: str = "sum", *, team: str = "world", stream: Any = None,
+                       algorithm: str = "auto", max_ctas: int = 0):
+        """Block `rank` of the reduction of `send`. Returns `recv` (default: a new 1-D array)."""
+        if recv is None:
+            n = self._team_size(team)
+            if _size(send) % n:
+                raise ValueError("gpucomm: reduce_scatter: send's size is not a multiple of the team size")
+            recv = _empty(send, _size(send) // n)
+        self._c.reduce_scatter(send, recv, op, team, _stream_of(send, stream), algorithm, max_ctas)
+        return recv
+
+    def alltoall(self, send, recv=None, *, team: str = "world", stream: Any = None, max_ctas: int = 0):
+        """Block j of `send` to team rank j. Returns `recv` (default: a new 1-D array)."""
+        if recv is None:
+            recv = _empty(send, _size(send))
+        self._c.alltoall(send, recv, team, _stream_of(send, stream), max_ctas)
+        return recv
+
+    def alltoallv(self, send, send_counts: Sequence[int], send_displs: Sequence[int], recv,
+                  recv_counts: Sequence[int], recv_displs: Sequence[int], *, team: str = "world",
+                  stream: Any = None):
+        """Counts and displacements in elements, one per team rank. Returns `recv`."""
+        self._c.alltoallv(send, list(send_counts), list(send_displs), recv, list(recv_counts), list(recv_displs),
+                          team, _stream_of(send, stream))
+        return recv
+
+    def plan(self, op: str, dtype: str, nbytes: int, team: str = "world", max_ctas: int = 0) -> dict:
+        """What a call would run: {"algorithm", "channels", "why"}."""
+        return self._c.plan(op, dtype, nbytes, team, max_ctas)
+
+    def check_device(self) -> None:
+        """GPU PEs: raises the failure a collective's kernel left (after a synchronization failed)."""
+        self._c.check_device()
+
+    def _team_size(self, team: str) -> int:
+        return self.runtime.size if team == "world" else self.runtime.local_size
+
+
+def collectives(runtime: Optional[Any] = None) -> Collectives:
+    """Collectives of `runtime` (default: the current Runtime)."""
+    return Collectives(runtime if runtime is not None else _core().Runtime.current())

@@ -1,0 +1,133 @@
+"""gpucomm.collectives from Python on 3 PEs under ``gpucomm run``: numpy on host-memory PEs (always),
+torch or cupy tensors on GPU PEs where a GPU exists (on torch's current stream, ordered against
+torch's own work on it)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+SCRIPT = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import gpucomm
+    from gpucomm.collectives import Collectives
+
+    kind = sys.argv[1]
+    with gpucomm.Runtime() as rt:
+        me, n = rt.rank, rt.size
+        with Collectives(rt) as coll:
+            if kind == "host":
+                xp, host = np, (lambda a: a)
+                mk = lambda a: a
+            else:
+                try:
+                    import torch
+                    xp = None
+                    dev = torch.device("cuda", rt.device_id)
+                    mk = lambda a: torch.from_numpy(np.ascontiguousarray(a)).to(dev)
+                    host = lambda t: t.cpu().numpy()
+                except ImportError:
+                    import cupy
+                    xp = cupy
+                    mk = cupy.asarray
+                    host = cupy.asnumpy
+            base = np.arange(1000, dtype=np.float32)
+            # allreduce in place and out of place, every algorithm the model offers
+            for algo in ["auto", "oneshot", "twoshot", "ring", "multiring"]:
+                x = mk(base + me)
+                coll.allreduce(x, algorithm=algo)
+                assert (host(x) == n * base + n * (n - 1) / 2).all(), algo
+            y = coll.allreduce(mk(np.full(7, me + 1, np.int64)), mk(np.zeros(7, np.int64)), op="max")
+            assert (host(y) == n).all()
+            g = coll.allgather(mk(np.full(5, me, np.int32)))
+            assert (host(g) == np.repeat(np.arange(n), 5)).all(), host(g)
+            rs = coll.reduce_scatter(mk(np.ones(4 * n, np.float64) * (me + 1)))
+            assert host(rs).shape == (4,) and (host(rs) == n * (n + 1) / 2).all()
+            b = mk(np.full(9, me, np.uint64))
+            coll.broadcast(b, root=n - 1)
+            assert (host(b) == n - 1).all()
+            a = coll.alltoall(mk(np.arange(n * 3, dtype=np.int32) + 100 * me))
+            want = np.concatenate([np.arange(3 * me, 3 * me + 3) + 100 * j for j in range(n)])
+            assert (host(a) == want).all(), host(a)
+            counts = [j + 1 for j in range(n)]        # j + 1 elements to rank j
+            displs = [sum(counts[:j]) for j in range(n)]
+            send = mk(np.arange(sum(counts), dtype=np.float32) + 1000 * me)
+            rc = [me + 1] * n
+            rd = [i * (me + 1) for i in range(n)]
+            recv = mk(np.zeros(n * (me + 1), np.float32))
+            coll.alltoallv(send, counts, displs, recv, rc, rd)
+            want = np.concatenate([np.arange(displs[me], displs[me] + me + 1) + 1000 * i for i in range(n)])
+            assert (host(recv) == want).all(), host(recv)
+            coll.barrier()
+            p = coll.plan("allreduce", "float32", 1 << 20)
+            assert p["algorithm"] in ("oneshot", "oneshot_ll", "twoshot", "ring", "multiring"), p
+            try:
+                coll.allreduce(mk(np.zeros(4, np.float32)), op="band")
+                raise AssertionError("a bitwise reduction of floats was accepted")
+            except Exception as e:
+                assert "integer types only" in str(e), e
+            if kind == "gpu" and xp is None:
+                # Ordering against torch's own work on its current stream: the input is produced by
+                # a torch kernel right before the call, the result consumed right after.
+                s = torch.cuda.Stream(device=dev)
+                with torch.cuda.stream(s):
+                    for _ in range(20):
+                        t = torch.full((1 << 20,), float(me + 1), device=dev)
+                        t.mul_(2.0)
+                        coll.allreduce(t)
+                        t.add_(1.0)
+                    s.synchronize()
+                assert float(t[0]) == 2.0 * n * (n + 1) / 2 + 1, float(t[0])
+        rt.barrier_all()
+        print(f"PY OK rank {me}")
+""")
+
+
+def _gpu_count() -> int:
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20)
+        return len([l for l in out.stdout.splitlines() if l.startswith("GPU ")]) if out.returncode == 0 else 0
+    except (OSError, subprocess.SubprocessError):
+        return 0
+
+
+@pytest.fixture
+def script(tmp_path):
+    p = tmp_path / "coll_script.py"
+    p.write_text(SCRIPT)
+    return str(p)
+
+
+def _core_built(build) -> bool:
+    return bool(list((build / "python" / "gpucomm").glob("_core*.so")))
+
+
+def test_collectives_on_host_pes(run_gpucomm, build, script):
+    pytest.importorskip("numpy")
+    if not _core_built(build):
+        pytest.skip("gpucomm._core not built")
+    r = run_gpucomm("run", "-n", "3", "--tag-output", "--", sys.executable, script, "host",
+                    env={"GPUCOMM_DEVICE": "host", "GPUCOMM_HEAP_SIZE": "64M"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    for rank in range(3):
+        assert f"[{rank}] PY OK rank {rank}" in r.stdout
+
+
+def test_collectives_on_gpu_pes(run_gpucomm, build, script):
+    if _gpu_count() < 1:
+        pytest.skip("needs a GPU")
+    if not _core_built(build):
+        pytest.skip("gpucomm._core not built")
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        pytest.importorskip("cupy")
+    # Two PEs sharing GPU 0 (or one GPU each where there are two).
+    r = run_gpucomm("run", "-n", "2", "--tag-output", "--", sys.executable, script, "gpu",
+                    env={"GPUCOMM_DEVICE": "gpu", "GPUCOMM_HEAP_SIZE": "256M"}, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for rank in range(2):
+        assert f"[{rank}] PY OK rank {rank}" in r.stdout
