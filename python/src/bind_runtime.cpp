@@ -113,6 +113,11 @@ class PyRuntime {
 
 }  // namespace
 
+// The Runtime of a gpucomm.Runtime object, for the methods other files add (py_runtime.hpp).
+gpucomm::Runtime& py_runtime(nb::handle self) {
+  return nb::cast<PyRuntime&>(self).rt();
+}
+
 void bind_runtime(nb::module_& m) {
   nb::class_<PyRuntime>(m, "Runtime",
                         "A gpucomm PE (collective: every process of the job creates one). Use as a context manager; "
