@@ -52,7 +52,10 @@ def pe_streams(mode: str, rank: int) -> PeStreams:
     s.stderr = subprocess.PIPE
     s.stdout = subprocess.PIPE
     if sys.stdout.isatty():
-        parent, child = os.openpty()
+        try:
+            parent, child = os.openpty()
+        except OSError:  # no pseudo-terminals here (a container without /dev/pts): a pipe then
+            return s
         tty.setraw(child)  # no newline translation, no echo: bytes pass as the PE wrote them
         s.pty_parent, s.pty_child, s.stdout = parent, child, child
     return s
