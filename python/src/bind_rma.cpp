@@ -1,6 +1,6 @@
-// gpucomm.Runtime's one-sided calls beyond put/get, as in the C++ host API
-// (gpucomm/runtime/runtime.hpp): p/g, put_signal, signal, signal_fetch, wait_until,
-// signal_wait_until, test, fence, the atomics and peer views; and the Cmp and SignalOp enums.
+// gpucomm.Runtime's blocking one-sided calls, as in the C++ host API (gpucomm/runtime/runtime.hpp):
+// put/get, p/g, put_signal, signal, signal_fetch, wait_until, signal_wait_until, test, fence, the
+// atomics and peer views; and the Cmp and SignalOp enums.
 //
 // Arrays come through the adapter (py_arrays.hpp). A word argument (a signal, the ivar of a wait,
 // the target of an atomic) is one element of a symmetric array: a one-element array or a view
@@ -86,6 +86,36 @@ void bind_enums(nb::module_& m) {
   nb::enum_<gpucomm::SignalOp>(m, "SignalOp", "What a signal does to its word (strings work too: 'set', 'add').")
       .value("set", gpucomm::SignalOp::set)
       .value("add", gpucomm::SignalOp::add);
+}
+
+void bind_put_get(gpucomm::py::Methods& rt_class) {
+  rt_class
+      .def(
+          "put",
+          [](nb::handle self, nb::handle dst, nb::handle src, int pe) {
+            Runtime& rt = py_runtime(self);
+            ArrayRef d = symmetric(rt, dst, "put", "dst");
+            ArrayRef s = array_ref(src, "put", "src");
+            if (d.nbytes != s.nbytes) throw nb::value_error("gpucomm: put: dst and src differ in size");
+            wait_for_producers({dst, src});
+            nb::gil_scoped_release nogil;
+            rt.put(d.data, s.data, s.nbytes, pe);
+          },
+          "dst"_a, "src"_a, "pe"_a,
+          "Copies src (host or device memory) into PE pe's copy of the symmetric array dst; returns when done.")
+      .def(
+          "get",
+          [](nb::handle self, nb::handle dst, nb::handle src, int pe) {
+            Runtime& rt = py_runtime(self);
+            ArrayRef d = array_ref(dst, "get", "dst");
+            ArrayRef s = symmetric(rt, src, "get", "src");
+            if (d.nbytes != s.nbytes) throw nb::value_error("gpucomm: get: dst and src differ in size");
+            wait_for_producers({dst, src});
+            nb::gil_scoped_release nogil;
+            rt.get(d.data, s.data, s.nbytes, pe);
+          },
+          "dst"_a, "src"_a, "pe"_a,
+          "Copies PE pe's copy of the symmetric array src into dst (host or device memory); returns when done.");
 }
 
 void bind_signals(gpucomm::py::Methods& rt_class) {
@@ -342,6 +372,7 @@ void bind_peer_views(gpucomm::py::Methods& rt_class) {
 void bind_rma(nb::module_& m) {
   bind_enums(m);
   gpucomm::py::Methods rt_class(m.attr("Runtime"));
+  bind_put_get(rt_class);
   bind_signals(rt_class);
   bind_waits(rt_class);
   bind_scalars(rt_class);

@@ -152,6 +152,9 @@ def errors(rt) -> None:
     expect_error(TypeError, "must be an integer", rt.atomic_add, i32, 1.5, me)
     expect_error(TypeError, "must be an int32, uint32, int64 or uint64 element, got float32", rt.atomic_add, f32, 1, me)
     expect_error(ValueError, "not contiguous", rt.peer_view, np.from_dlpack(rt.zeros((2, 2), "int32"))[:, 0], me)
+    # A non-contiguous destination is refused, never filled through a copy the caller cannot see.
+    expect_error(ValueError, "get: dst is not contiguous", rt.get, np.zeros((2, 2), np.int32)[:, 0], i32[0:1], me)
+    expect_error(ValueError, "differ in size", rt.put, sig, np.zeros(3, np.uint64), me)
     expect_error(Exception, "GPU PEs only", rt.put_on_stream, sig[0:1], np.zeros(1, np.uint64), me)
     expect_error(Exception, "GPU PEs only", rt.signal_on_stream, sig[0:1], 1, "set", me)
     expect_error(Exception, "GPU PEs only", rt.barrier_on_stream)
