@@ -134,12 +134,8 @@ bool broadcast_shaped(const GlobalPattern& g, const Fabric& f, std::string* why)
     if (why && !r.groups.empty()) *why = "the transfers read " + std::to_string(r.groups.size()) + " different sources";
     return false;
   }
-  const Chain c = chain_of(r.groups[0], g, f);
-  if (c.nodes.size() < 2) {
-    if (why) *why = "every destination is on the source's endpoint";
-    return false;
-  }
-  return chain_ok(c, r.groups[0], g, why);
+  // (With every destination on the source's endpoint the tree is local copies only.)
+  return chain_ok(chain_of(r.groups[0], g, f), r.groups[0], g, why);
 }
 
 bool all_gather_shaped(const GlobalPattern& g, const Fabric& f, std::string* why) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "gpucomm/patterns/model.hpp"
+#include "gpucomm/patterns/pattern.hpp"
 #include "gpucomm/patterns/schedule.hpp"
 
 namespace gpucomm::patterns::testing {
@@ -67,7 +69,8 @@ struct RandomPattern {
   Images images;
 };
 
-inline RandomPattern random_pattern(uint64_t seed, int pes, bool gpu, size_t space_bytes = 4096, int transfers = 12) {
+inline RandomPattern random_pattern(uint64_t seed, int pes, bool gpu, size_t space_bytes = 4096, int transfers = 12,
+                                    bool cross_owner_chains = true) {
   std::mt19937_64 rng(seed);
   RandomPattern out;
   out.pattern.name = "random";
@@ -125,6 +128,7 @@ inline RandomPattern random_pattern(uint64_t seed, int pes, bool gpu, size_t spa
     // Owner: a put when the destination is symmetric, else the PE whose memory it is.
     t.owner = t.dst.place == Place::symmetric ? t.src.pe : t.dst.pe;
     if (t.src.place != Place::symmetric && t.src.pe != t.owner) continue;  // nobody can copy it
+    if (chain && !cross_owner_chains && out.pattern.transfers[dep].owner != t.owner) continue;
     bool bad = overlaps(t.dst, t.src);
     for (uint32_t i = 0; i < out.pattern.transfers.size() && !bad; ++i) {
       const GlobalTransfer& o = out.pattern.transfers[i];
@@ -135,6 +139,30 @@ inline RandomPattern random_pattern(uint64_t seed, int pes, bool gpu, size_t spa
     out.pattern.transfers.push_back(t);
   }
   return out;
+}
+
+// What PE `rank` declares for a job-wide pattern: every transfer (spmd) or only its own. `buffer`
+// gives this PE's Buffer of a space (host and device spaces of other PEs: any address).
+inline Pattern declare(const GlobalPattern& g, int rank, bool spmd, const std::function<Buffer(Place, int)>& buffer) {
+  Pattern p(g.name);
+  std::vector<TransferId> id(g.transfers.size(), UINT32_MAX);
+  for (uint32_t i = 0; i < g.transfers.size(); ++i) {
+    const GlobalTransfer& t = g.transfers[i];
+    if (!spmd && t.owner != rank) continue;
+    auto region = [&](const GlobalRegion& r) {
+      Buffer b = buffer(r.place, r.pe);
+      b.bytes = r.bytes;
+      return Region{b, r.box};
+    };
+    TransferOptions o;
+    o.owner = t.owner;
+    o.engine = t.engine;
+    o.label = t.label;
+    id[i] = p.add(region(t.dst), region(t.src), o);
+    for (uint32_t a : t.after)
+      if (id[a] != UINT32_MAX) p.depends(id[i], id[a]);
+  }
+  return p;
 }
 
 }  // namespace gpucomm::patterns::testing
