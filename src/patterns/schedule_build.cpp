@@ -85,6 +85,11 @@ Engine pick_engine(const Step& s, Engine requested, const GlobalPattern& g, cons
     }
     return Engine::host_copy;
   }
+  if (host_to_host && requested != Engine::automatic && requested != Engine::host_copy) {
+    raise_arg("patterns::compile", "engine",
+              who(g, s.transfer) + " asks for " + engine_name(requested) +
+                  ", but it copies host memory to host memory, which the CPU does (host_copy)");
+  }
   if (requested == Engine::host_copy && !host_to_host) {
     raise_arg(
         "patterns::compile", "engine",

@@ -1,12 +1,14 @@
-// A PE of the multi-process pattern tests: `gpucomm_test_patterns_pe SCENARIO...`, under
-// `gpucomm run -n N`. Host-memory PEs (GPUCOMM_DEVICE=host) in CI; GPU PEs with
-// GPUCOMM_DEVICE=gpu (then device memory joins the host memory and the heap, and some plans are
-// CUDA graphs). Scenarios: random (random job-wide patterns, declared by every PE or by their
+// A PE of the multi-process pattern tests: `gpucomm_test_patterns_pe [--gpus K] SCENARIO...`,
+// under `gpucomm run -n N` (--gpus K: print "[  SKIPPED ]" and exit 0 where fewer than K GPUs exist). Host-memory PEs
+// (GPUCOMM_DEVICE=host) in CI; GPU PEs with GPUCOMM_DEVICE=gpu (then device memory joins the host memory and the heap,
+// and some plans are CUDA graphs). Scenarios: random (random job-wide patterns, declared by every PE or by their
 // owners, under every strategy, against the model), prebuilt (broadcast, scatter, gather,
 // all-gather), halo (1-3-D fields over the PE grid against the cell-by-cell reference), errors
-// (every PE raises the same error), rebind (a symmetric buffer moved on every PE), autotune.
+// (every PE raises the same error), rebind (a symmetric buffer moved on every PE), autotune,
+// timeout (host-memory PEs: rank 1 never launches; rank 0's wait names what it waited for).
 // Prints "PE OK" and exits 0 on success.
 #include <cuda_runtime_api.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
@@ -15,6 +17,7 @@
 
 #include "gpucomm/gpucomm.hpp"
 #include "gpucomm/patterns/patterns.hpp"
+#include "gpucomm/runtime/devices.hpp"
 #include "halo_reference.hpp"
 #include "pattern_testing.hpp"
 #include "pe_check.hpp"
@@ -366,17 +369,56 @@ void scenario_autotune(Runtime& rt) {
   rt.free(a);
 }
 
+void scenario_timeout(Runtime& rt) {
+  if (g_gpu || rt.size() < 2) return;  // a device wait that times out traps: see the GPU tests of the runtime
+  char* a = static_cast<char*>(rt.calloc(1, 4096));
+  auto* done = static_cast<uint64_t*>(rt.calloc(1, sizeof(uint64_t)));
+  Pattern p("stalled");
+  p.add(symmetric(a, 4096, (rt.rank() + 1) % rt.size()), 0, symmetric(a, 4096, rt.rank()), 1024, 64);
+  Plan plan = p.compile(rt);
+  if (rt.rank() == 0) {
+    std::string msg = "(no error)";
+    try {
+      plan.launch();
+    } catch (const Error& e) {
+      msg = e.what();
+      PE_CHECK(e.code() == Errc::timeout, "timeout: code %s", errc_name(e.code()));
+    }
+    PE_CHECK(msg.find("plan 'stalled'") != std::string::npos && msg.find("entry signal of rank 1") != std::string::npos,
+             "timeout: the error does not say what rank 0 waited for: %s", msg.c_str());
+    for (int r = 1; r < rt.size(); ++r) rt.signal(done, 1, SignalOp::set, r);
+  } else {
+    // Never launches; waits (past GPUCOMM_TIMEOUT, untimed but bounded here) for rank 0 to finish.
+    for (int i = 0; i < 3000 && !rt.test<uint64_t>(done, Cmp::eq, 1); ++i) usleep(10000);
+  }
+  rt.barrier_all();
+  plan = Plan();
+  rt.free(done);
+  rt.free(a);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: %s SCENARIO... (random[=N], prebuilt, halo, errors, rebind, autotune)\n", argv[0]);
+  int first = 1, need_gpus = 0;
+  if (argc > 2 && std::string(argv[1]) == "--gpus") {
+    need_gpus = static_cast<int>(gpucomm::testing::arg_int(argv[2], "--gpus"));
+    first = 3;
+  }
+  if (argc <= first) {
+    std::fprintf(stderr,
+                 "usage: %s [--gpus K] SCENARIO... (random[=N], prebuilt, halo, errors, rebind, autotune, timeout)\n",
+                 argv[0]);
     return 2;
+  }
+  if (need_gpus > 0 && cuda_device_count() < need_gpus) {
+    std::printf("[  SKIPPED ] needs %d GPU(s), found %d\n", need_gpus, cuda_device_count());
+    return 0;
   }
   try {
     Runtime rt;
     g_gpu = rt.pe_kind() == PeKind::gpu;
-    for (int i = 1; i < argc; ++i) {
+    for (int i = first; i < argc; ++i) {
       const std::string s = argv[i];
       if (s.rfind("random", 0) == 0) {
         scenario_random(rt, s.size() > 7 ? static_cast<int>(gpucomm::testing::arg_int(s.c_str() + 7, "random=N")) : 24);
@@ -390,6 +432,8 @@ int main(int argc, char** argv) {
         scenario_rebind(rt);
       } else if (s == "autotune") {
         scenario_autotune(rt);
+      } else if (s == "timeout") {
+        scenario_timeout(rt);
       } else {
         std::fprintf(stderr, "unknown scenario '%s'\n", s.c_str());
         return 2;

@@ -47,7 +47,7 @@ struct TransferOptions {
   // 0 derives it from the PEs. `axis` groups directions (halo exchange: 0 x, 1 y, 2 z).
   int8_t direction = 0;
   int8_t axis = 0;
-  std::string label;  // named in errors and in Plan::describe(); default "transfer #i"
+  std::string label{};  // named in errors and in Plan::describe(); default "transfer #i"
 };
 
 struct Transfer {

@@ -34,7 +34,7 @@ struct CompileOptions {
   bool exit_sync = true;   // multi-PE plans: a PE's launch completes when the transfers touching it did
   Pageable pageable = Pageable::register_memory;
   uint32_t chunks = 0;          // ring broadcast: pipeline chunks (0: the cost model picks)
-  CostModel model;              // the cost model's constants
+  CostModel model{};            // the cost model's constants
   int autotune_iterations = 5;  // timed launches per candidate (after one warm-up)
 };
 
