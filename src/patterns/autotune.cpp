@@ -80,6 +80,23 @@ double time_launches(Plan::Impl& x, int iterations) {
   return worst;
 }
 
+// Every PE continues from the highest launch count of any PE: a PE without signals in one
+// candidate does not count its launches, and the next candidate's waits must not be met by the
+// epochs of earlier candidates.
+void align_epochs(Plan::Impl& x) {
+  if (!x.collective) return;
+  uint64_t e = x.host_epoch;
+  if (x.device_epoch) {
+    check_cuda(cudaMemcpy(&e, x.device_epoch, sizeof e, cudaMemcpyDeviceToHost), "cudaMemcpy", "autotune: epoch");
+  }
+  uint64_t top = e;
+  for (const auto& t : x.rt->bootstrap().allgather(std::to_string(e))) top = std::max<uint64_t>(top, std::stoull(t));
+  x.host_epoch = top;
+  if (x.device_epoch) {
+    check_cuda(cudaMemcpy(x.device_epoch, &top, sizeof top, cudaMemcpyHostToDevice), "cudaMemcpy", "autotune: epoch");
+  }
+}
+
 }  // namespace
 
 std::string pattern_signature(const GlobalPattern& g) {
@@ -122,6 +139,8 @@ Schedule autotune(Plan::Impl& x, const Fabric& f, const std::vector<const Schedu
   double best_us = 0;
   std::string report;
   for (size_t i = 0; i < candidates.size(); ++i) {
+    x.executor.reset();  // waits for the previous candidate
+    align_epochs(x);
     x.schedule = *candidates[i];
     x.make_executor();
     const double us = time_launches(x, iterations);
@@ -132,6 +151,7 @@ Schedule autotune(Plan::Impl& x, const Fabric& f, const std::vector<const Schedu
     }
   }
   x.executor.reset();
+  align_epochs(x);
   const std::string winner = strategy_name(candidates[best]->strategy);
   {
     std::lock_guard<std::mutex> lock(g_mu);

@@ -76,7 +76,8 @@ std::shared_ptr<void> pin(const void* p, size_t bytes, std::string* error) {
   if (it != r.ranges.begin() && std::prev(it)->second.end > lo) --it;
   auto register_gap = [&](uintptr_t a, uintptr_t b) {
     if (b <= a) return true;
-    cudaError_t e = cudaHostRegister(reinterpret_cast<void*>(a), b - a, cudaHostRegisterDefault);
+    cudaError_t e =
+        cudaHostRegister(reinterpret_cast<void*>(a), b - a, cudaHostRegisterPortable | cudaHostRegisterMapped);
     if (e == cudaErrorHostMemoryAlreadyRegistered) {  // pinned by someone else: usable as it is
       (void)cudaGetLastError();
       return true;
