@@ -113,6 +113,11 @@ class PyRuntime {
 
 }  // namespace
 
+// The C++ runtime behind a gpucomm.Runtime object, for the other binding files.
+gpucomm::Runtime& runtime_of(nb::handle py_runtime) {
+  return nb::cast<PyRuntime&>(py_runtime).rt();
+}
+
 void bind_runtime(nb::module_& m) {
   nb::class_<PyRuntime>(m, "Runtime",
                         "A gpucomm PE (collective: every process of the job creates one). Use as a context manager; "
