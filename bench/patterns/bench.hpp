@@ -104,6 +104,7 @@ inline std::vector<double> device_us(Context& c, const std::function<void()>& la
 
 inline std::vector<double> to_gbps(const std::vector<double>& us, double bytes) {
   std::vector<double> out;
+  out.reserve(us.size());
   for (double u : us) out.push_back(u > 0 ? bytes / (u * 1e3) : 0);
   return out;
 }

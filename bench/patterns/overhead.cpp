@@ -78,10 +78,11 @@ struct Loop {
     }
     cuda(cudaEventRecord(fork, m), "cudaEventRecord");
     for (cudaStream_t x : side) cuda(cudaStreamWaitEvent(x, fork, 0), "cudaStreamWaitEvent");
-    for (size_t i = 0; i < s.pairs.size(); ++i)
+    for (size_t i = 0; i < s.pairs.size(); ++i) {
       cuda(cudaMemcpyAsync(s.pairs[i][0], s.pairs[i][1], kSmall, cudaMemcpyDefault,
                            side[static_cast<size_t>(s.dir[i]) % side.size()]),
            "cudaMemcpyAsync");
+    }
     for (size_t l = 0; l < side.size(); ++l) {
       cuda(cudaEventRecord(join[l], side[l]), "cudaEventRecord");
       cuda(cudaStreamWaitEvent(m, join[l], 0), "cudaStreamWaitEvent");

@@ -258,7 +258,7 @@ void bind_patterns(nb::module_& parent) {
   nb::class_<PyPattern>(m, "Pattern", "Transfers that may run at the same time, with dependencies.")
       .def(
           "__init__",
-          [](PyPattern* self, nb::object rt, const std::string& name) {
+          [](PyPattern* self, const nb::object& rt, const std::string& name) {
             runtime_of(rt);  // checks that it is a Runtime
             new (self) PyPattern{rt, gp::Pattern(name)};
           },
@@ -300,7 +300,7 @@ void bind_patterns(nb::module_& parent) {
   auto rt_of = [](nb::handle h) -> gpucomm::Runtime& { return runtime_of(h); };
   m.def(
       "broadcast",
-      [rt_of](nb::object rt, const Array& src, const Array& dst, int root) {
+      [rt_of](const nb::object& rt, const Array& src, const Array& dst, int root) {
         gpucomm::Runtime& r = rt_of(rt);
         gp::Buffer s = whole_of(r, src, "src");
         if (s.place == gp::Place::symmetric) s.pe = root;
@@ -310,7 +310,7 @@ void bind_patterns(nb::module_& parent) {
       "Root's src into every PE's copy of the symmetric array dst (every PE calls it).");
   m.def(
       "scatter",
-      [rt_of](nb::object rt, const Array& src, const Array& dst, int root) {
+      [rt_of](const nb::object& rt, const Array& src, const Array& dst, int root) {
         gpucomm::Runtime& r = rt_of(rt);
         gp::Buffer s = whole_of(r, src, "src");
         if (s.place == gp::Place::symmetric) s.pe = root;
@@ -321,7 +321,7 @@ void bind_patterns(nb::module_& parent) {
       "Block i of root's src into PE i's copy of the symmetric array dst.");
   m.def(
       "gather",
-      [rt_of](nb::object rt, const Array& src, const Array& dst, int root) {
+      [rt_of](const nb::object& rt, const Array& src, const Array& dst, int root) {
         gpucomm::Runtime& r = rt_of(rt);
         const gp::Buffer s = whole_of(r, src, "src");
         gp::Buffer d = whole_of(r, dst, "dst");
@@ -332,7 +332,7 @@ void bind_patterns(nb::module_& parent) {
       "PE i's copy of the symmetric array src into block i of root's dst.");
   m.def(
       "all_gather",
-      [rt_of](nb::object rt, std::optional<Array> src, const Array& dst) {
+      [rt_of](const nb::object& rt, std::optional<Array> src, const Array& dst) {
         gpucomm::Runtime& r = rt_of(rt);
         const gp::Buffer d = whole_of(r, dst, "dst");
         const size_t block = d.bytes / static_cast<size_t>(r.size());
@@ -343,9 +343,8 @@ void bind_patterns(nb::module_& parent) {
       "PE i's src (None: block i of its dst) into block i of every PE's dst (symmetric arrays).");
   m.def(
       "halo",
-      [rt_of](nb::object rt, const Array& field, nb::handle ghost, nb::handle periodic, nb::handle grid, bool corners) {
-        return PyPattern{rt, halo(rt_of(rt), field, ghost, periodic, grid, corners)};
-      },
+      [rt_of](const nb::object& rt, const Array& field, nb::handle ghost, nb::handle periodic, nb::handle grid,
+              bool corners) { return PyPattern{rt, halo(rt_of(rt), field, ghost, periodic, grid, corners)}; },
       nb::arg("runtime"), nb::arg("field"), nb::arg("ghost") = 1, nb::arg("periodic") = false,
       nb::arg("grid") = nb::none(), nb::arg("corners") = true,
       "The halo exchange of a 1-3-D field (ghost cells included in its shape); ghost, periodic and grid per axis in "

@@ -32,11 +32,12 @@ std::vector<PeInfo> pe_infos(const std::vector<detail::Declaration>& all, const 
   std::vector<PeInfo> out;
   const int node0 = all.at(0).node;
   for (const auto& d : all) {
-    PeInfo p{d.node, -1};
+    PeInfo p{d.node, -1, false};
     if (d.node == node0 && !d.pci_bus_id.empty()) {
       for (const auto& g : t.gpus)
         if (g.pci_bus_id == d.pci_bus_id) p.device = g.index;
     }
+    p.gpu_unlisted = d.gpu && p.device < 0;
     out.push_back(p);
   }
   return out;
@@ -79,6 +80,7 @@ Plan compile(Runtime& rt, const Pattern& p, const CompileOptions& o) {
   // 1-2. Declarations and the job's pattern.
   detail::Declaration mine = detail::declare(rt, p, o);
   const topology::Topology& topo = node_topology();
+  mine.gpu = rt.pe_kind() == PeKind::gpu;
   if (rt.pe_kind() == PeKind::gpu && rt.device_id() >= 0 && rt.device_id() < static_cast<int>(topo.gpus.size()))
     mine.pci_bus_id = topo.gpus[static_cast<size_t>(rt.device_id())].pci_bus_id;
   std::vector<std::string> problems = mine.errors;
@@ -97,9 +99,10 @@ Plan compile(Runtime& rt, const Pattern& p, const CompileOptions& o) {
     x.pattern = detail::merge(all, &problems);
   } else {
     for (const auto& t : mine.transfers) {
-      for (const GlobalRegion* r : {&t.dst, &t.src})
+      for (const GlobalRegion* r : {&t.dst, &t.src}) {
         if (r->pe != rt.rank())
           problems.push_back("a local plan (CompileOptions::local) names rank " + std::to_string(r->pe) + "'s memory");
+      }
       if (t.owner != rt.rank())
         problems.push_back("a local plan (CompileOptions::local) has transfers of rank " + std::to_string(t.owner));
     }
@@ -113,7 +116,11 @@ Plan compile(Runtime& rt, const Pattern& p, const CompileOptions& o) {
   } else {
     pes.assign(static_cast<size_t>(rt.size()), PeInfo{});
     for (int r = 0; r < rt.size(); ++r) pes[static_cast<size_t>(r)].node = rt.node_of(r);
-    pes[static_cast<size_t>(rt.rank())].device = rt.pe_kind() == PeKind::gpu ? rt.device_id() : -1;
+    if (rt.pe_kind() == PeKind::gpu) {
+      const bool listed = rt.device_id() >= 0 && rt.device_id() < static_cast<int>(topo.gpus.size());
+      pes[static_cast<size_t>(rt.rank())].device = listed ? rt.device_id() : -1;
+      pes[static_cast<size_t>(rt.rank())].gpu_unlisted = !listed;
+    }
   }
   Fabric fabric(x.collective ? all[0].topology : topo, pes, o.model);
 

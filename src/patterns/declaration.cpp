@@ -189,6 +189,7 @@ std::string encode(const Declaration& d) {
   w.put(static_cast<uint8_t>((d.entry_sync ? 1 : 0) | (d.exit_sync ? 2 : 0) | (d.autotune ? 4 : 0)));
   w.put(d.chunks);
   w.put(static_cast<int32_t>(d.node));
+  w.put(static_cast<uint8_t>(d.gpu));
   w.str(d.pci_bus_id);
   w.put(static_cast<uint8_t>(d.has_topology));
   if (d.has_topology) {
@@ -242,6 +243,7 @@ Declaration decode(const std::string& bytes) {
   d.autotune = flags & 4;
   d.chunks = r.get<uint32_t>();
   d.node = r.get<int32_t>();
+  d.gpu = r.get<uint8_t>() != 0;
   d.pci_bus_id = r.str();
   d.has_topology = r.get<uint8_t>() != 0;
   if (d.has_topology) {

@@ -22,7 +22,8 @@ struct Declaration {
   uint32_t chunks = 0;
   // This PE.
   int node = 0;
-  std::string pci_bus_id;  // empty for host-memory PEs
+  bool gpu = false;        // a GPU PE
+  std::string pci_bus_id;  // its GPU (empty for host-memory PEs)
   // Rank 0 only: the topology every PE plans with.
   bool has_topology = false;
   topology::Topology topology;

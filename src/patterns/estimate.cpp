@@ -41,7 +41,7 @@ double estimate_us(const Schedule& sc, const Fabric& f) {
   const CostModel& m = f.model();
   double total = 0;
   bool any_gpu = false;
-  for (int r = 0; r < f.num_pes(); ++r) any_gpu = any_gpu || f.pe(r).device >= 0;
+  for (int r = 0; r < f.num_pes(); ++r) any_gpu = any_gpu || f.is_gpu(r);
   for (uint32_t ph = 0; ph < sc.phases; ++ph) {
     // Streams: (owner, link); a host-memory PE's CPU runs its steps one after the other.
     std::map<std::pair<int, uint32_t>, double> stream_us;
@@ -51,7 +51,7 @@ double estimate_us(const Schedule& sc, const Fabric& f) {
     for (const Step& s : sc.steps) {
       if (s.phase != ph) continue;
       const Path p = f.path(s.from, s.to, s.owner);
-      const bool host_pe = f.pe(s.owner).device < 0;
+      const bool host_pe = !f.is_gpu(s.owner);
       const std::pair<int, uint32_t> key{s.owner, host_pe ? 0U : s.link};
       stream_us[key] += transfer_us(s, p, m);
       if (s.engine == Engine::fused) ++fused_items[key];

@@ -342,10 +342,11 @@ class GpuExecutor final : public Executor {
           // Fused steps of a phase and link share batches; an sm_copy step has its own.
           uint32_t b = UINT32_MAX;
           if (s.engine == Engine::fused) {
-            for (const Op& op : ops)
+            for (const Op& op : ops) {
               if (op.kind == Op::Kind::fused && fused_open_.count(op.index) &&
                   batches_[op.index].count < static_cast<uint32_t>(kMaxFusedItems))
                 b = op.index;
+            }
           }
           if (b == UINT32_MAX) {
             batches_.push_back(FusedBatch{});

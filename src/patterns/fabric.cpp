@@ -59,9 +59,10 @@ Fabric::Fabric(topology::Topology topo, std::vector<PeInfo> pes, CostModel model
     gpu_group_[static_cast<size_t>(g)] = find(parent, g);
     ++group_size[static_cast<size_t>(gpu_group_[static_cast<size_t>(g)])];
   }
-  for (const auto& l : topo_.links)
+  for (const auto& l : topo_.links) {
     if (l.type == topology::LinkType::nvlink)
       group_nvlink[static_cast<size_t>(gpu_group_[static_cast<size_t>(l.src)])] = 1;
+  }
   // Order: socket, then group (by its first GPU), then index.
   std::vector<int> order(static_cast<size_t>(ngpu));
   std::iota(order.begin(), order.end(), 0);
@@ -125,6 +126,11 @@ Path Fabric::path(Endpoint src, Endpoint dst, int owner) const {
     push(cpu_copy_.at(static_cast<size_t>(owner >= 0 ? owner : src.pe)));
     return p;
   }
+  if ((src.device && gs < 0) || (dst.device && gd < 0)) {  // a GPU the topology does not list
+    p.gbps = model_.pcie_gbps;
+    p.local = src == dst;
+    return p;
+  }
   if (gs >= 0 && gs == gd) {
     p.local = true;
     p.gbps = model_.hbm_copy_gbps;
@@ -170,21 +176,28 @@ Path Fabric::path(Endpoint src, Endpoint dst, int owner) const {
 
 int Fabric::group(Endpoint e) const {
   if (!e.device) return -1 - pes_.at(static_cast<size_t>(e.pe)).node;
-  return gpu_group_.at(static_cast<size_t>(gpu_of(e.pe)));
+  const int g = gpu_of(e.pe);
+  if (g < 0) return static_cast<int>(topo_.gpus.size()) + e.pe;  // an unlisted GPU: a group of its own
+  return gpu_group_.at(static_cast<size_t>(g));
 }
 
 int Fabric::order(Endpoint e) const {
   const PeInfo& p = pes_.at(static_cast<size_t>(e.pe));
-  const int gpu_rank = e.device ? gpu_rank_in_order_.at(static_cast<size_t>(p.device)) + 1 : 0;
-  // node, then host memory (0) before GPUs by topological rank, then PE
-  return (p.node * (static_cast<int>(topo_.gpus.size()) + 1) + gpu_rank) * num_pes() + e.pe;
+  const int ngpu = static_cast<int>(topo_.gpus.size());
+  // Host memory (0), then GPUs by topological rank, then GPUs the topology does not list.
+  const int gpu_rank = !e.device       ? 0
+                       : p.device >= 0 ? gpu_rank_in_order_.at(static_cast<size_t>(p.device)) + 1
+                                       : ngpu + 1;
+  // node, then the rank above, then PE
+  return (p.node * (ngpu + 2) + gpu_rank) * num_pes() + e.pe;
 }
 
 std::string Fabric::signature() const {
   std::string s = std::to_string(topo_.gpus.size()) + "g";
   for (const auto& l : topo_.links) s += l.label + ",";
   s += "|";
-  for (const auto& p : pes_) s += std::to_string(p.node) + ":" + std::to_string(p.device) + ",";
+  for (const auto& p : pes_)
+    s += std::to_string(p.node) + ":" + std::to_string(p.device) + (p.gpu_unlisted ? "g," : ",");
   char h[32];
   std::snprintf(h, sizeof h, "%016zx", std::hash<std::string>{}(s));
   return h;
@@ -247,7 +260,8 @@ topology::Topology pcie_tree_topology(int sockets, int switches_per_socket, int 
 
 std::vector<PeInfo> one_pe_per_gpu(const topology::Topology& t) {
   std::vector<PeInfo> pes;
-  for (size_t i = 0; i < t.gpus.size(); ++i) pes.push_back(PeInfo{0, static_cast<int>(i)});
+  pes.reserve(t.gpus.size());
+  for (size_t i = 0; i < t.gpus.size(); ++i) pes.push_back(PeInfo{0, static_cast<int>(i), false});
   return pes;
 }
 

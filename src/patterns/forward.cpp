@@ -149,6 +149,7 @@ bool all_gather_shaped(const GlobalPattern& g, const Fabric& f, std::string* why
     const Chain c = chain_of(gr, g, f);
     if (!chain_ok(c, gr, g, why)) return false;
     std::vector<int> set;
+    set.reserve(c.nodes.size());
     for (const Endpoint& e : c.nodes) set.push_back(f.order(e));
     std::sort(set.begin(), set.end());
     if (set0.empty()) set0 = set;
@@ -243,6 +244,7 @@ std::vector<Step> ring_steps(const GlobalPattern& g, const Fabric& f, uint32_t c
   }
   // All-gather: block of the group rooted at ring position p travels hop h in phase h.
   std::vector<Chain> chains;
+  chains.reserve(r.groups.size());
   for (const auto& gr : r.groups) chains.push_back(chain_of(gr, g, f));
   std::vector<Endpoint> ring = chains[0].nodes;
   std::sort(ring.begin(), ring.end(), [&](Endpoint a, Endpoint b2) { return f.order(a) < f.order(b2); });

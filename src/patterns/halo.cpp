@@ -48,10 +48,11 @@ std::array<int, 3> halo_grid(int pes, int ndim, std::array<int, 3> grid) {
   }
   for (int f : factors) {
     int best = -1;
-    for (int a = 0; a < ndim; ++a)
+    for (int a = 0; a < ndim; ++a) {
       if (grid[static_cast<size_t>(a)] == 0 &&
           (best < 0 || out[static_cast<size_t>(a)] < out[static_cast<size_t>(best)]))
         best = a;
+    }
     out[static_cast<size_t>(best)] *= f;
   }
   return out;
@@ -78,9 +79,10 @@ Pattern halo(const Runtime& rt, const Field& f, const HaloOptions& o) {
   const auto nd = static_cast<size_t>(f.ndim);
   for (size_t a = 0; a < 3; ++a) {
     GPUCOMM_CHECK_ARG(f.dims[a] > 0, call, "field.dims", std::string(axis_name(a)) + " has no cells");
-    if (a >= nd)
+    if (a >= nd) {
       GPUCOMM_CHECK_ARG(f.dims[a] == 1, call, "field.dims",
                         "a " + std::to_string(f.ndim) + "-D field has one cell along " + axis_name(a));
+    }
   }
   GPUCOMM_CHECK_ARG(
       f.pitch == 0 || f.pitch >= f.dims[0] * f.elem, call, "field.pitch",

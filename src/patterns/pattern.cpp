@@ -49,7 +49,7 @@ void Pattern::check_unsealed(const char* call) const {
 }
 
 std::string Pattern::label(TransferId id) const {
-  const std::string n = "transfer #" + std::to_string(id);
+  std::string n = "transfer #" + std::to_string(id);
   if (id >= transfers_.size() || transfers_[id].options.label.empty()) return n;
   return n + " ('" + transfers_[id].options.label + "')";
 }

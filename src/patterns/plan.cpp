@@ -6,6 +6,7 @@
 
 #include "checks.hpp"
 #include "gpucomm/core/error.hpp"
+#include "gpucomm/core/log.hpp"
 #include "plan_impl.hpp"
 
 namespace gpucomm::patterns {
@@ -26,14 +27,16 @@ void Plan::Impl::make_executor() {
 Plan::Impl::~Impl() {
   try {
     if (executor) executor->synchronize();
-  } catch (const Error&) {  // a failed launch was reported by synchronize() or launch() already
+  } catch (const Error& e) {  // a destructor does not throw; synchronize() raises it for callers who ask
+    GPUCOMM_LOG(warn, "plan '" << pattern.name << "': failure seen while releasing it: " << e.what());
   }
   executor.reset();
   if (device_epoch) (void)cudaFree(device_epoch);
   if (sync_block && collective) {
     try {
-      rt->free(sync_block);   // collective
-    } catch (const Error&) {  // the job failed: nothing left to free collectively
+      rt->free(sync_block);     // collective
+    } catch (const Error& e) {  // the job failed: nothing left to free collectively
+      GPUCOMM_LOG(info, "plan '" << pattern.name << "': sync words not freed: " << e.what());
     }
   }
 }
@@ -125,12 +128,14 @@ void Plan::rebind(const void* old_ptr, void* new_ptr) {
   x.executor->synchronize();
   const GlobalPattern before = x.pattern;
   const Schedule before_s = x.schedule;
-  for (auto& t : x.pattern.transfers)
+  for (auto& t : x.pattern.transfers) {
     for (GlobalRegion* r : {&t.dst, &t.src})
       if (matches(*r)) r->address = new_key;
-  for (auto& s : x.schedule.steps)
+  }
+  for (auto& s : x.schedule.steps) {
     for (GlobalRegion* r : {&s.dst, &s.src})
       if (matches(*r)) r->address = new_key;
+  }
   auto problems = detail::check_memory(x.pattern, me);
   if (x.collective && symmetric) {
     for (const auto& g : rt.bootstrap().allgather(problems.empty() ? std::string() : problems[0]))

@@ -12,7 +12,7 @@
 namespace gpucomm::patterns {
 
 Endpoint endpoint_of(const GlobalRegion& r, const Fabric& f) {
-  const bool gpu_pe = f.pe(r.pe).device >= 0;
+  const bool gpu_pe = f.is_gpu(r.pe);
   return Endpoint{r.pe, r.place == Place::device || (r.place == Place::symmetric && gpu_pe)};
 }
 
@@ -75,7 +75,7 @@ std::string who(const GlobalPattern& g, uint32_t t) {
 }
 
 Engine pick_engine(const Step& s, Engine requested, const GlobalPattern& g, const Fabric& f) {
-  const bool host_pe = f.pe(s.owner).device < 0;
+  const bool host_pe = !f.is_gpu(s.owner);
   const bool host_to_host = !s.from.device && !s.to.device;
   if (host_pe) {
     if (requested != Engine::automatic && requested != Engine::host_copy) {

@@ -42,17 +42,17 @@ void phases_left_right(std::vector<Step>& steps, const GlobalPattern& g, const F
   // Axes in increasing order, each with a "right" phase then a "left" one; steps within one
   // endpoint take the first phase.
   std::set<int> axes;
-  for (const Step& s : steps) axes.insert(g.transfers[s.transfer].axis);
+  for (const Step& s : steps) axes.insert(static_cast<int>(g.transfers[s.transfer].axis));
   std::map<int, uint32_t> axis_rank;
   for (int a : axes) axis_rank.emplace(a, static_cast<uint32_t>(axis_rank.size()));
   for (Step& s : steps) {
     const GlobalTransfer& t = g.transfers[s.transfer];
-    int dir = t.direction;
+    int dir = static_cast<int>(t.direction);
     if (dir == 0) {
       const int a = f.order(s.from), b = f.order(s.to);
       dir = a == b ? 1 : (b > a ? 1 : -1);
     }
-    s.phase = 2 * axis_rank[t.axis] + (dir < 0 ? 1 : 0);
+    s.phase = 2 * axis_rank[static_cast<int>(t.axis)] + (dir < 0 ? 1 : 0);
   }
 }
 

@@ -58,14 +58,16 @@ inline void halo_reference(std::vector<std::vector<char>>& fields, const HaloCas
           std::array<size_t, 3> l = lo, u = hi;
           l[a] = ghost;
           u[a] = ghost + 1;
-          for (size_t z = l[2]; z < u[2]; ++z)
-            for (size_t y = l[1]; y < u[1]; ++y)
+          for (size_t z = l[2]; z < u[2]; ++z) {
+            for (size_t y = l[1]; y < u[1]; ++y) {
               for (size_t x = l[0]; x < u[0]; ++x) {
                 std::array<size_t, 3> s{x, y, z};
                 s[a] = source;
                 std::memcpy(fields[static_cast<size_t>(pe)].data() + h.at(x, y, z),
                             before[static_cast<size_t>(from)].data() + h.at(s[0], s[1], s[2]), h.elem);
               }
+            }
+          }
         }
       }
     }

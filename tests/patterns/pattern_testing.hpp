@@ -37,9 +37,10 @@ struct Images {
 // Runs a schedule's steps on the images: phase by phase, and within a phase in an order that
 // respects dependencies (there are none inside a phase).
 inline void run_schedule(const Schedule& s, Images& img) {
-  for (uint32_t ph = 0; ph < s.phases; ++ph)
+  for (uint32_t ph = 0; ph < s.phases; ++ph) {
     for (const Step& st : s.steps)
       if (st.phase == ph) model::copy_box(img.at(st.dst), st.dst.box, img.at(st.src), st.src.box);
+  }
 }
 
 inline Box random_box(std::mt19937_64& rng, size_t room, bool strided) {
@@ -84,13 +85,15 @@ inline RandomPattern random_pattern(uint64_t seed, int pes, bool gpu, size_t spa
     auto paint = [&](const GlobalRegion& r, char v) {
       const size_t rp = r.box.row_pitch(), sp = r.box.slice_pitch();
       bool hit = false;
-      for (size_t pl = 0; pl < r.box.planes; ++pl)
-        for (size_t row = 0; row < r.box.rows; ++row)
+      for (size_t pl = 0; pl < r.box.planes; ++pl) {
+        for (size_t row = 0; row < r.box.rows; ++row) {
           for (size_t x = 0; x < r.box.width; ++x) {
             char& m = mark[r.address + r.box.offset + pl * sp + row * rp + x];
             hit = hit || (m && v == 2);
             m = v;
           }
+        }
+      }
       return hit;
     };
     paint(a, 1);

@@ -178,11 +178,12 @@ void scenario_prebuilt(Runtime& rt) {
       Plan plan = broadcast(rt, symmetric(a, kBlock, root), b, root).compile(rt, o);
       run(plan, rt);
       read_b();
-      for (size_t i = 0; i < kBlock; ++i)
+      for (size_t i = 0; i < kBlock; ++i) {
         if (got[i] != value(root, i)) {
           PE_CHECK(false, "broadcast from %d (%s): byte %zu", root, strategy_name(st), i);
           break;
         }
+      }
     }
     set_a();
     const bool shaped = st != Strategy::tree || n == 1;
@@ -190,13 +191,15 @@ void scenario_prebuilt(Runtime& rt) {
       Plan ag = all_gather(rt, a, b, kBlock).compile(rt, o);
       run(ag, rt);
       read_b();
-      for (int p = 0; p < n; ++p)
-        for (size_t i = 0; i < kBlock; ++i)
+      for (int p = 0; p < n; ++p) {
+        for (size_t i = 0; i < kBlock; ++i) {
           if (got[static_cast<size_t>(p) * kBlock + i] != value(p, i)) {
             PE_CHECK(false, "all_gather (%s): block %d byte %zu", strategy_name(st), p, i);
             p = n;
             break;
           }
+        }
+      }
     } catch (const Error& e) {
       PE_CHECK(!shaped, "all_gather (%s): %s", strategy_name(st), e.what());
     }
@@ -206,9 +209,10 @@ void scenario_prebuilt(Runtime& rt) {
   all_gather(rt, nullptr, a, kBlock).compile(rt).launch(g_gpu ? rt.stream() : nullptr);
   // (the Plan was a temporary: its destruction synchronized)
   put_bytes(got.data(), a, got.size());
-  for (int p = 0; p < n; ++p)
+  for (int p = 0; p < n; ++p) {
     PE_CHECK(got[static_cast<size_t>(p) * kBlock + 3] == value(p, static_cast<size_t>(p) * kBlock + 3),
              "in-place all_gather: block %d", p);
+  }
   // Scatter from the last PE's host memory, gather into rank 0's host memory.
   set_a();
   std::vector<char> host_src(kBlock * static_cast<size_t>(n));
@@ -224,10 +228,12 @@ void scenario_prebuilt(Runtime& rt) {
     Plan ga = gather(rt, b, kBlock, host(gathered.data(), gathered.size()), 0).compile(rt);
     run(ga, rt);
   }
-  if (me == 0)
-    for (int p = 0; p < n; ++p)
+  if (me == 0) {
+    for (int p = 0; p < n; ++p) {
       PE_CHECK(gathered[static_cast<size_t>(p) * kBlock + 5] == value(100 + n - 1, static_cast<size_t>(p) * kBlock + 5),
                "gather of rank %d's block", p);
+    }
+  }
   rt.free(b);
   rt.free(a);
 }
@@ -250,7 +256,7 @@ void scenario_halo(Runtime& rt) {
     h.grid = halo_grid(n, h.ndim, {0, 0, 0});
     std::vector<std::vector<char>> fields(static_cast<size_t>(n), std::vector<char>(h.bytes()));
     for (int p = 0; p < n; ++p) {
-      std::mt19937_64 f(seed * 3 + static_cast<uint64_t>(trial * 100 + p));
+      std::mt19937_64 f(seed * 3 + static_cast<uint64_t>(trial) * 100 + static_cast<uint64_t>(p));
       for (char& c : fields[static_cast<size_t>(p)]) c = static_cast<char>(f());
     }
     char* data = static_cast<char*>(rt.malloc(h.bytes()));

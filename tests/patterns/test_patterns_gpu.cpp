@@ -132,7 +132,7 @@ TEST_F(GpuPlans, EveryHostDeviceCombinationEngineAndGraph) {
   for (Mem::Kind sk : kinds) {
     for (Mem::Kind dk : kinds) {
       Mem src(sk, kBytes, rt), dst(dk, kBytes, rt);
-      const std::vector<char> s0 = random_bytes(kBytes, seed + 17 * sk);
+      const std::vector<char> s0 = random_bytes(kBytes, seed + uint64_t{17} * sk);
       src.write(s0);
       for (const Box& lay : layouts) {
         for (Engine e : {Engine::automatic, Engine::copy_engine, Engine::fused, Engine::sm_copy, Engine::host_copy}) {
@@ -220,7 +220,7 @@ TEST_F(GpuPlans, RandomPatternsUnderEveryStrategy) {
     rp.images.fill(s * 5);
     testing::Images want = rp.images;
     model::apply(rp.pattern, [&](const GlobalRegion& r) { return want.at(r); });
-    const Pattern p = testing::declare(rp.pattern, 0, true, [&](Place pl, int pe) { return mem_of(pl).buffer(); });
+    const Pattern p = testing::declare(rp.pattern, 0, true, [&](Place pl, int) { return mem_of(pl).buffer(); });
     for (Strategy st : all_strategies()) {
       for (Place pl : {Place::host, Place::device, Place::symmetric}) mem_of(pl).write(rp.images.space(pl, 0, kSpace));
       CompileOptions o;

@@ -74,7 +74,6 @@ TEST_F(HostPlans, RandomPatternsUnderEveryStrategyMatchTheModel) {
       std::memcpy(heap_space, rp.images.space(Place::symmetric, 0, kSpace).data(), kSpace);
       CompileOptions o;
       o.strategy = st;
-      std::string why;
       Plan plan;
       try {
         plan = p.compile(rt, o);
@@ -190,6 +189,7 @@ TEST_F(HostPlans, PrebuiltPatternsReturnWhatTheyDeclare) {
   std::vector<char> src = random_bytes(4 * kBlock, 3), out(4 * kBlock, 0);
   std::vector<std::vector<char>> parts(4, std::vector<char>(kBlock, 0));
   std::vector<Region> part_regions;
+  part_regions.reserve(parts.size());
   for (auto& v : parts) part_regions.push_back(whole(host(v.data(), kBlock)));
   // scatter returns its pattern (and every prebuilt one is sealed)
   const Pattern sc = scatter(whole(host(src.data(), src.size())), part_regions);
@@ -290,9 +290,10 @@ TEST_F(HostPlans, ThePeriodicThreeDimensionalHaloTakesTwoLines) {
 
 TEST_F(HostPlans, AutotunePicksAStrategyAndCachesIt) {
   Runtime& rt = *rt_;
-  std::vector<char> src = random_bytes(1 << 16, 5);
-  std::vector<std::vector<char>> dsts(4, std::vector<char>(1 << 16));
+  std::vector<char> src = random_bytes(size_t{1} << 16, 5);
+  std::vector<std::vector<char>> dsts(4, std::vector<char>(size_t{1} << 16));
   std::vector<Region> regions;
+  regions.reserve(dsts.size());
   for (auto& d : dsts) regions.push_back(whole(host(d.data(), d.size())));
   CompileOptions o;
   o.autotune = true;

@@ -153,11 +153,14 @@ GlobalPattern all_gather_of(int pes, uint64_t block) {
   GlobalPattern g;
   g.name = "all_gather";
   g.kind = Kind::all_gather;
-  for (int p = 0; p < pes; ++p)
-    for (int q = 0; q < pes; ++q)
-      if (p != q)
+  for (int p = 0; p < pes; ++p) {
+    for (int q = 0; q < pes; ++q) {
+      if (p != q) {
         g.transfers.push_back(
             GlobalTransfer{p, sym(q, p * block, block), sym(p, p * block, block), Engine::automatic, 0, 0, {}, ""});
+      }
+    }
+  }
   for (auto& t : g.transfers) t.dst.bytes = t.src.bytes = pes * block;
   return g;
 }
@@ -275,10 +278,11 @@ TEST(Strategy, PhasesFollowTheNamedOrders) {
   const Fabric f8(t8, one_pe_per_gpu(t8));
   const Schedule tr = build_schedule(broadcast_of(8, 0, 1 << 20), f8, Strategy::tree, o);
   EXPECT_EQ(tr.phases, 3u);
-  for (const Step& s : tr.steps)
+  for (const Step& s : tr.steps) {
     if (s.phase == 0) {
       EXPECT_NE(f8.group(s.from), f8.group(s.to)) << "the first hop stays in its group";
     }
+  }
   // Round: the k-th transfer of each link in phase k.
   const Schedule rd = build_schedule(line_halo_of(2, 64, true), f, Strategy::round, o);
   EXPECT_EQ(rd.phases, 2u);
@@ -323,13 +327,25 @@ TEST(RandomPatterns, EveryStrategyMovesWhatTheModelMoves) {
     const bool gpu = trial % 3 != 0;
     auto rp = testing::random_pattern(seed + static_cast<uint64_t>(trial), pes, gpu);
     std::vector<PeInfo> infos;
-    for (int p = 0; p < pes; ++p) infos.push_back(PeInfo{0, gpu ? p : -1});
-    topology::Topology t = tp;
-    const Fabric f(t, infos);
+    infos.reserve(pes);
+    for (int p = 0; p < pes; ++p) infos.push_back(PeInfo{0, gpu ? p : -1, false});
+    const Fabric f(tp, infos);
     const std::string what = "trial " + std::to_string(trial) + " (" + std::to_string(rp.pattern.transfers.size()) +
                              " transfers, " + gpucomm::testing::seed_note(seed + trial) + ")";
     check_all_strategies(rp.pattern, f, seed * 31 + static_cast<uint64_t>(trial), {}, what);
   }
+}
+
+TEST(Schedule, GpusTheTopologyDoesNotListStayGpus) {
+  // A GPU PE whose GPU is missing from the planning topology: device endpoints, GPU engines.
+  const Fabric f(topology::Topology{}, {PeInfo{0, -1, true}, PeInfo{0, -1, true}});
+  const Schedule s = plan_schedule(broadcast_of(2, 0, 1 << 20), f, ScheduleOptions{});
+  ASSERT_EQ(s.steps.size(), 1u);
+  EXPECT_TRUE(s.steps[0].from.device && s.steps[0].to.device);
+  EXPECT_EQ(s.steps[0].engine, Engine::copy_engine);
+  const Fabric f4(topology::Topology{}, std::vector<PeInfo>(4, PeInfo{0, -1, true}));
+  check_all_strategies(broadcast_of(4, 1, 4096), f4, 7, {}, "broadcast between unlisted GPUs");
+  check_all_strategies(line_halo_of(4, 256, true), f4, 7, {}, "ring halo between unlisted GPUs");
 }
 
 TEST(Schedule, SignalsFollowTheTouchesAndDependencies) {
@@ -344,9 +360,10 @@ TEST(Schedule, SignalsFollowTheTouchesAndDependencies) {
       const Step& e = s.steps[d];
       if (e.owner == st.owner) continue;
       bool found = false;
-      for (const SyncEdge& x : s.edges)
+      for (const SyncEdge& x : s.edges) {
         found = found || (x.from == e.owner && x.to == st.owner && x.from_boundary == e.phase + 1 &&
                           x.to_boundary <= st.phase && x.reason == SyncReason::dependency);
+      }
       EXPECT_TRUE(found) << "step of rank " << st.owner << " in phase " << st.phase;
     }
   }

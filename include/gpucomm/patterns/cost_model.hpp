@@ -30,7 +30,7 @@ struct CostModel {
   // Engine choice on GPUs (Engine::automatic): contiguous transfers below this many bytes and
   // strided ones with rows below fused_row_bytes go to the fused kernel, the rest to the copy
   // engines.
-  size_t fused_max_bytes = 64 * 1024;
+  size_t fused_max_bytes = size_t{64} * 1024;
   size_t fused_row_bytes = 2048;
 };
 

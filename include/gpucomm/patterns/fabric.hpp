@@ -17,7 +17,9 @@ namespace gpucomm::patterns {
 // A PE as the plan sees it.
 struct PeInfo {
   int node = 0;     // node index (PEs of one node share memory mappings)
-  int device = -1;  // index of its GPU in the node's topology; -1: a host-memory PE
+  int device = -1;  // index of its GPU in the planning topology; -1: a host-memory PE, or see below
+  bool gpu_unlisted = false;  // a GPU PE whose GPU the planning topology does not list (paths: PCIe)
+  bool gpu() const { return device >= 0 || gpu_unlisted; }
 };
 
 // Host memory (`device` false) or GPU memory of one PE. Host-memory PEs' symmetric heaps are
@@ -44,6 +46,7 @@ class Fabric {
   const topology::Topology& topology() const { return topo_; }
   int num_pes() const { return static_cast<int>(pes_.size()); }
   const PeInfo& pe(int r) const { return pes_.at(static_cast<size_t>(r)); }
+  bool is_gpu(int r) const { return pe(r).gpu(); }
 
   // The path of a copy from `src` to `dst` executed by `owner` (-1: src's PE); CPU copies load
   // the owner's CPU.
