@@ -8,6 +8,8 @@
 #include <cstring>
 #include <vector>
 
+#include "gpucomm/patterns/prebuilt.hpp"
+
 namespace gpucomm::patterns::testing {
 
 struct HaloCase {
@@ -24,6 +26,25 @@ struct HaloCase {
   size_t plane() const { return plane_pitch ? plane_pitch : dims[1] * row(); }
   size_t bytes() const { return (dims[2] - 1) * plane() + (dims[1] - 1) * row() + dims[0] * elem; }
   size_t at(size_t x, size_t y, size_t z) const { return z * plane() + y * row() + x * elem; }
+
+  // The same case in the library's terms, for a field at `data`.
+  Field field(void* data) const {
+    Field f;
+    f.data = data;
+    f.elem = elem;
+    f.dims = dims;
+    f.ndim = ndim;
+    f.pitch = pitch;
+    f.plane_pitch = plane_pitch;
+    return f;
+  }
+  HaloOptions options() const {
+    HaloOptions o;
+    o.ghost = PerAxis<size_t>(ghost[0], ghost[1], ghost[2]);
+    o.periodic = PerAxis<bool>(periodic[0], periodic[1], periodic[2]);
+    o.corners = corners;
+    return o;
+  }
 };
 
 // fields[pe]: each PE's field (bytes()). Exchanges in place.

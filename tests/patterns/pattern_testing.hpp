@@ -1,6 +1,8 @@
 #pragma once
 // What the pattern tests share: memory images of every (place, PE) space, random patterns over
 // them, and a CPU run of a schedule's steps (phase by phase) to compare with the model.
+#include <stdlib.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -14,8 +16,19 @@
 #include "gpucomm/patterns/model.hpp"
 #include "gpucomm/patterns/pattern.hpp"
 #include "gpucomm/patterns/schedule.hpp"
+#include "gpucomm/runtime/runtime.hpp"
 
 namespace gpucomm::patterns::testing {
+
+// A runtime of one PE in this process (no launcher): `device` is "host" or "gpu".
+inline Runtime* standalone_runtime(const char* device, const char* heap_size) {
+  setenv("GPUCOMM_DEVICE", device, 1);
+  setenv("GPUCOMM_HEAP_SIZE", heap_size, 1);
+  unsetenv("GPUCOMM_UNIQUE_ID");
+  unsetenv("GPUCOMM_RANK");
+  unsetenv("GPUCOMM_SIZE");
+  return new Runtime();
+}
 
 // One byte array per (place, pe); regions address them by offset.
 struct Images {

@@ -262,16 +262,8 @@ void scenario_halo(Runtime& rt) {
     char* data = static_cast<char*>(rt.malloc(h.bytes()));
     put_bytes(data, fields[static_cast<size_t>(rt.rank())].data(), h.bytes());
     patterns::testing::halo_reference(fields, h);
-    Field fl;
-    fl.data = data;
-    fl.elem = h.elem;
-    fl.dims = h.dims;
-    fl.ndim = h.ndim;
-    fl.pitch = h.pitch;
-    HaloOptions o;
-    o.ghost = PerAxis<size_t>(h.ghost[0], h.ghost[1], h.ghost[2]);
-    o.periodic = PerAxis<bool>(h.periodic[0], h.periodic[1], h.periodic[2]);
-    o.corners = h.corners;
+    const Field fl = h.field(data);
+    const HaloOptions o = h.options();
     CompileOptions co;
     co.strategy = trial % 3 == 0 ? Strategy::automatic : (trial % 3 == 1 ? Strategy::left_right : Strategy::pairwise);
     co.graph = g_gpu && trial % 2 == 1;

@@ -26,13 +26,8 @@ class GpuPlans : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (gpucomm::testing::gpu_count() < 1) return;
-    setenv("GPUCOMM_DEVICE", "gpu", 1);
-    setenv("GPUCOMM_HEAP_SIZE", "64M", 1);
     setenv("GPUCOMM_TIMEOUT", "30", 1);
-    unsetenv("GPUCOMM_UNIQUE_ID");
-    unsetenv("GPUCOMM_RANK");
-    unsetenv("GPUCOMM_SIZE");
-    rt_ = new Runtime();
+    rt_ = testing::standalone_runtime("gpu", "64M");
   }
   static void TearDownTestSuite() {
     delete rt_;

@@ -19,14 +19,7 @@ namespace {
 
 class HostPlans : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    setenv("GPUCOMM_DEVICE", "host", 1);
-    setenv("GPUCOMM_HEAP_SIZE", "16M", 1);
-    unsetenv("GPUCOMM_UNIQUE_ID");
-    unsetenv("GPUCOMM_RANK");
-    unsetenv("GPUCOMM_SIZE");
-    rt_ = new Runtime();
-  }
+  static void SetUpTestSuite() { rt_ = testing::standalone_runtime("host", "16M"); }
   static void TearDownTestSuite() {
     delete rt_;
     rt_ = nullptr;
@@ -247,17 +240,8 @@ TEST_F(HostPlans, HaloExchangeMatchesTheCellByCellReference) {
     char* data = in_heap ? static_cast<char*>(rt.malloc(h.bytes())) : new char[h.bytes()];
     std::memcpy(data, want[0].data(), h.bytes());
     testing::halo_reference(want, h);
-    Field f;
-    f.data = data;
-    f.elem = h.elem;
-    f.dims = h.dims;
-    f.ndim = h.ndim;
-    f.pitch = h.pitch;
-    f.plane_pitch = h.plane_pitch;
-    HaloOptions o;
-    o.ghost = PerAxis<size_t>(h.ghost[0], h.ghost[1], h.ghost[2]);
-    o.periodic = PerAxis<bool>(h.periodic[0], h.periodic[1], h.periodic[2]);
-    o.corners = h.corners;
+    const Field f = h.field(data);
+    const HaloOptions o = h.options();
     // The exchange is idempotent: every strategy runs on the data the previous one left.
     for (Strategy st : {Strategy::automatic, Strategy::left_right, Strategy::pairwise}) {
       CompileOptions co;

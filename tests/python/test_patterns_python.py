@@ -7,6 +7,7 @@ import sys
 import textwrap
 
 import pytest
+from test_rma_python import _gpu_count
 
 SCRIPT = textwrap.dedent("""
     import numpy as np
@@ -135,14 +136,6 @@ GPU_SCRIPT = textwrap.dedent("""
         assert (host(dst) == np.arange(4096)).all()
         print("PY OK")
 """)
-
-
-def _gpu_count() -> int:
-    try:
-        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20)
-        return len([l for l in out.stdout.splitlines() if l.startswith("GPU ")]) if out.returncode == 0 else 0
-    except (OSError, subprocess.SubprocessError):
-        return 0
 
 
 def test_patterns_on_a_gpu_pe(gpucomm_env, tmp_path):
