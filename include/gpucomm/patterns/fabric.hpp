@@ -16,8 +16,8 @@ namespace gpucomm::patterns {
 
 // A PE as the plan sees it.
 struct PeInfo {
-  int node = 0;     // node index (PEs of one node share memory mappings)
-  int device = -1;  // index of its GPU in the planning topology; -1: a host-memory PE, or see below
+  int node = 0;               // node index (PEs of one node share memory mappings)
+  int device = -1;            // index of its GPU in the planning topology; -1: a host-memory PE, or see below
   bool gpu_unlisted = false;  // a GPU PE whose GPU the planning topology does not list (paths: PCIe)
   bool gpu() const { return device >= 0 || gpu_unlisted; }
 };
