@@ -88,6 +88,9 @@ constexpr Variable kVariables[] = {
     {"GPUCOMM_AGENT_BLOCKS", "1", "Blocks of the GPU service agent (transport proxy-gpu)."},
     {"GPUCOMM_AGENT_THREADS", "256",
      "Threads per block of the GPU service agent; each warp serves a share of the queues."},
+    {"GPUCOMM_PATTERN_TUNE_FILE", "",
+     "File where the pattern layer's autotune keeps its winners across processes (one `KEY STRATEGY` line each; rank "
+     "0 appends); unset, winners are cached per process only."},
     {"GPUCOMM_AGENT_IDLE_US", "500",
      "The GPU service agent leaves the GPU after this many microseconds without work and is started again by the next "
      "post (0: it stays until finalize; then cudaFree and cudaDeviceSynchronize wait for finalize)."},
