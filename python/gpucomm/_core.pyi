@@ -4,9 +4,12 @@ every public name there is here). docs/PYTHON.md describes the calls."""
 from __future__ import annotations
 
 import enum
+import types
 from typing import Any, Protocol, TypeAlias
 
 __version__: str
+# gpucomm.patterns (python/src/bind_patterns.cpp; docs/PATTERNS.md): Pattern, Plan, the prebuilt patterns.
+patterns: types.ModuleType
 
 class _DLPackArray(Protocol):
     def __dlpack__(self, *args: Any, **kwargs: Any) -> Any: ...

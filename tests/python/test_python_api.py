@@ -4,6 +4,7 @@ of docs/PYTHON.md."""
 from __future__ import annotations
 
 import ast
+import types
 import re
 import sys
 from pathlib import Path
@@ -165,6 +166,9 @@ def test_stubs_match_the_extension(build):
     tree = _stub_tree()
     stub_classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef) and not n.name.startswith("_")}
     stub_funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    # Submodules of the extension are stubbed as annotated module attributes.
+    stub_modules = {n.target.id for n in tree.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
+                    and "ModuleType" in ast.unparse(n.annotation)}
     public = {n for n in dir(core) if not n.startswith("_")}
     # Every stubbed name exists, with the same parameters.
     for name, fn in stub_funcs.items():
@@ -191,6 +195,9 @@ def test_stubs_match_the_extension(build):
     for name in public:
         obj = getattr(core, name)
         if isinstance(obj, type) and issubclass(obj, BaseException):
+            continue
+        if isinstance(obj, types.ModuleType):
+            assert name in stub_modules, f"submodule {name} has no stub"
             continue
         assert name in stub_funcs or name in stub_classes or name == "__version__", f"{name} has no stub"
     assert (ROOT / "python" / "gpucomm" / "py.typed").exists()
