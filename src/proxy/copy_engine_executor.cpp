@@ -149,6 +149,7 @@ void CopyEngineExecutor::reclaim_slots() {
 
 void CopyEngineExecutor::start(const Descriptor& d, uint64_t* done) {
   RoundBuilder& r = *round_;
+  const bool here = d.pe == opts_.self;
   switch (d.opcode) {
     case Opcode::put:
       r.copy(at(d.pe, d.remote), reinterpret_cast<const char*>(d.local), d.bytes);
@@ -161,14 +162,14 @@ void CopyEngineExecutor::start(const Descriptor& d, uint64_t* done) {
       break;
     case Opcode::put_signal:
       r.copy(at(d.pe, d.remote), reinterpret_cast<const char*>(d.local), d.bytes);
-      r.signal(reinterpret_cast<uint64_t*>(at(d.pe, d.sig)), d.value, static_cast<SignalOp>(d.op));
+      r.signal(reinterpret_cast<uint64_t*>(at(d.pe, d.sig)), d.value, static_cast<SignalOp>(d.op), here);
       break;
     case Opcode::put_signal_inline:
       r.write(reinterpret_cast<uint64_t>(at(d.pe, d.remote)), d.compare, static_cast<uint32_t>(d.bytes));
-      r.signal(reinterpret_cast<uint64_t*>(at(d.pe, d.sig)), d.value, static_cast<SignalOp>(d.op));
+      r.signal(reinterpret_cast<uint64_t*>(at(d.pe, d.sig)), d.value, static_cast<SignalOp>(d.op), here);
       break;
     case Opcode::signal:
-      r.signal(reinterpret_cast<uint64_t*>(at(d.pe, d.sig)), d.value, static_cast<SignalOp>(d.op));
+      r.signal(reinterpret_cast<uint64_t*>(at(d.pe, d.sig)), d.value, static_cast<SignalOp>(d.op), here);
       break;
     case Opcode::atomic:
       r.atomic(static_cast<AtomicOp>(d.op), d.width, at(d.pe, d.remote), d.value, d.compare,
@@ -186,12 +187,10 @@ void CopyEngineExecutor::start(const Descriptor& d, uint64_t* done) {
 void CopyEngineExecutor::close_round(std::vector<uint64_t*> done, bool through_builder) {
   Group g{++round_no_, nullptr, std::move(done), round_->stage_next()};
   if (memop_) {
+    // The mark goes in a call of its own: the round's signals do not wait for it on the host.
+    if (through_builder) round_->finish();
     CUstreamBatchMemOpParams mark[2] = {barrier_op(), write_op(done_dev_, g.round, true)};
-    if (through_builder) {
-      round_->finish(mark, 2);
-    } else {
-      memops(mark, 2);
-    }
+    memops(mark, 2);
   } else {
     if (through_builder) round_->finish();
     g.event = take_event();

@@ -23,6 +23,7 @@ struct CopyEngineOptions {
   bool memops = true;       // stream memory operations where the driver offers them
   uint32_t memop_max = 64;  // a round with more small writes uses the scatter kernel
   int64_t timeout_ms = 0;   // limit for waiting on the stream (0: none)
+  int self = -1;            // this PE: signals to it are read on this GPU only
 };
 
 class CopyEngineExecutor final : public Executor, private StreamOps {

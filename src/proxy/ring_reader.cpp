@@ -25,7 +25,7 @@ const Descriptor* RingReader::ready(uint64_t t, uint64_t limit) {
     if (std::atomic_ref<uint64_t>(const_cast<uint64_t&>(e.stamp)).load(std::memory_order_acquire) != t + 1)
       return nullptr;
     // The producers wrote the next entries from across PCIe: start their cache misses now.
-    __builtin_prefetch(&v_.ring[(t + 4) & (v_.capacity - 1)]);
+    __builtin_prefetch(&v_.ring[(t + 8) & (v_.capacity - 1)]);
     std::memcpy(static_cast<void*>(&entry_), &e, sizeof entry_);
     return &entry_;
   }

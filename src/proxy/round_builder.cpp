@@ -59,13 +59,13 @@ void RoundBuilder::copy(char* dst, const char* src, uint64_t bytes) {
 
 void RoundBuilder::write(uint64_t addr, uint64_t value, uint32_t bytes) {
   emit_copy();
-  small_.push_back(Small{addr, value, bytes, false});
+  small_.push_back(Small{addr, value, bytes, false, false});
 }
 
-void RoundBuilder::signal(uint64_t* addr, uint64_t value, SignalOp op) {
+void RoundBuilder::signal(uint64_t* addr, uint64_t value, SignalOp op, bool this_gpu) {
   if (op == SignalOp::set && limits_.memops) {
     emit_copy();
-    small_.push_back(Small{reinterpret_cast<uint64_t>(addr), value, 8, true});
+    small_.push_back(Small{reinterpret_cast<uint64_t>(addr), value, 8, true, this_gpu});
     return;
   }
   emit_copy();
@@ -82,9 +82,9 @@ void RoundBuilder::atomic(AtomicOp op, unsigned width, void* addr, uint64_t oper
   out_.atomic_kernel(op, width, addr, operand, compare, result);
 }
 
-void RoundBuilder::issue_signal(uint64_t* addr, uint64_t value, SignalOp op) {
+void RoundBuilder::issue_signal(uint64_t* addr, uint64_t value, SignalOp op, bool this_gpu) {
   if (limits_.memops && op == SignalOp::set) {
-    ops_.push_back(barrier_op());
+    ops_.push_back(barrier_op(this_gpu));
     ops_.push_back(write_op(reinterpret_cast<uint64_t>(addr), value, true));
     return;
   }
@@ -104,7 +104,7 @@ void RoundBuilder::emit_small() {
   if (expressible && writes <= limits_.memop_max) {
     for (const Small& s : small_) {
       if (s.signal) {
-        ops_.push_back(barrier_op());
+        ops_.push_back(barrier_op(s.this_gpu));
         ops_.push_back(write_op(s.addr, s.value, true));
       } else {
         ops_.push_back(write_op(s.addr, s.value, s.bytes == 8));
@@ -114,7 +114,7 @@ void RoundBuilder::emit_small() {
     for (const Small& s : small_) {
       if (s.signal) {
         emit_batch();
-        issue_signal(reinterpret_cast<uint64_t*>(s.addr), s.value, SignalOp::set);
+        issue_signal(reinterpret_cast<uint64_t*>(s.addr), s.value, SignalOp::set, s.this_gpu);
       } else {
         scatter_write(s.addr, s.value, s.bytes);
       }
@@ -129,27 +129,19 @@ void RoundBuilder::emit_batch() {
   submit_ops();
   const uint32_t n = batch_n_;
   batch_n_ = 0;
-  if (++generation_ == 0) {  // wrapped: clear the tables once
-    std::fill(exact_.gen.begin(), exact_.gen.end(), 0u);
-    std::fill(words_.gen.begin(), words_.gen.end(), 0u);
+  if (++generation_ == 0) {  // wrapped: clear the table once
+    for (Word& w : words_) w.generation = 0;
     generation_ = 1;
   }
   out_.scatter(&staging_[batch_begin_ & (limits_.slots - 1)], n);
 }
 
-uint64_t* RoundBuilder::BatchTable::find(uint64_t key, uint32_t generation, bool& present) {
-  uint64_t h = hash_word(key) & (kTable - 1);
-  for (; gen[h] == generation; h = (h + 1) & (kTable - 1)) {
-    if (keys[h] == key) {
-      present = true;
-      return &vals[h];
-    }
-  }
-  present = false;
-  gen[h] = generation;
-  keys[h] = key;
-  vals[h] = 0;
-  return &vals[h];
+RoundBuilder::Word& RoundBuilder::word_entry(uint64_t word) {
+  uint64_t h = hash_word(word) & (kTable - 1);
+  for (; words_[h].generation == generation_; h = (h + 1) & (kTable - 1))
+    if (words_[h].word == word) return words_[h];
+  words_[h] = Word{word, 0, generation_, 0};
+  return words_[h];
 }
 
 void RoundBuilder::scatter_write(uint64_t addr, uint64_t value, uint32_t bytes) {
@@ -159,18 +151,19 @@ void RoundBuilder::scatter_write(uint64_t addr, uint64_t value, uint32_t bytes) 
   if (!simple || batch_n_ == limits_.batch_max || (batch_n_ > 0 && (stage_next_ & (limits_.slots - 1)) == 0))
     emit_batch();
   const uint64_t packed = addr | uint64_t(bytes) << kScatterSizeShift;
-  const uint64_t mask = ((uint64_t(1) << bytes) - 1) << (addr & 7u);
+  const auto mask = static_cast<uint32_t>(((uint64_t(1) << bytes) - 1) << (addr & 7u));
   if (simple && batch_n_ > 0) {
-    bool present = false;
-    const uint64_t* slot = exact_.find(addr, generation_, present);
-    if (present && staging_[*slot & (limits_.slots - 1)].addr_bytes == packed) {
-      // The batch's writes never overlap, so that one covers exactly these bytes: the later value
-      // wins (nothing orders two writes of one batch otherwise).
-      staging_[*slot & (limits_.slots - 1)].value = value;
-      return;
+    Word& w = word_entry(addr >> 3);
+    if (w.mask & mask) {
+      ScatterWrite& last = staging_[w.slot & (limits_.slots - 1)];
+      if (last.addr_bytes == packed) {
+        // The batch's writes never overlap, so that one covers exactly these bytes: the later value
+        // wins (nothing orders two writes of one batch otherwise).
+        last.value = value;
+        return;
+      }
+      emit_batch();  // overlaps a write of another shape: keep the order
     }
-    const uint64_t* covered = words_.find(addr >> 3, generation_, present);
-    if (present && (*covered & mask) != 0) emit_batch();  // overlaps another shape: keep the order
   }
   if (stage_next_ - stage_free_ >= limits_.slots) {
     emit_batch();
@@ -185,10 +178,9 @@ void RoundBuilder::scatter_write(uint64_t addr, uint64_t value, uint32_t bytes) 
     emit_batch();
     return;
   }
-  bool present = false;
-  *exact_.find(addr, generation_, present) = slot;
-  uint64_t* covered = words_.find(addr >> 3, generation_, present);
-  *covered |= mask;
+  Word& w = word_entry(addr >> 3);  // a new entry if a batch began above
+  w.mask |= mask;
+  w.slot = slot;
 }
 
 void RoundBuilder::finish(const CUstreamBatchMemOpParams* tail, unsigned n) {

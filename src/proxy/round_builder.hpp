@@ -11,8 +11,10 @@
 //                       address and size replaces the earlier one (nothing orders them otherwise), a
 //                       write that overlaps one of another shape, or may straddle words, starts a new
 //                       batch
-//   signal(addr, v, op) set signals join the segment; add signals (and every signal without stream
-//                       memory operations) are one-thread kernels after what came before
+//   signal(addr, v, op) set signals join the segment (a GPU-wide barrier before one whose readers
+//                       are on this GPU, system-wide otherwise); add signals (and every signal
+//                       without stream memory operations) are one-thread kernels after what came
+//                       before
 //   atomic(...)         a one-thread kernel after what came before
 // Everything is issued in the order of the calls: a signal is issued after the data of every entry
 // before it. Memory operations are held back until something else must be issued or the round
@@ -56,7 +58,9 @@ class RoundBuilder {
   RoundBuilder(StreamOps& out, RoundLimits limits, ScatterWrite* staging);
   void copy(char* dst, const char* src, uint64_t bytes);
   void write(uint64_t addr, uint64_t value, uint32_t bytes);
-  void signal(uint64_t* addr, uint64_t value, SignalOp op);
+  // `this_gpu`: only threads of this GPU read the signal (its target is this PE): the barrier before
+  // it may be GPU-wide instead of system-wide.
+  void signal(uint64_t* addr, uint64_t value, SignalOp op, bool this_gpu = false);
   void atomic(AtomicOp op, unsigned width, void* addr, uint64_t operand, uint64_t compare, uint64_t* result);
   // Issues everything held, with `tail` (memory operations, e.g. the completion mark) last.
   void finish(const CUstreamBatchMemOpParams* tail = nullptr, unsigned n = 0);
@@ -73,14 +77,15 @@ class RoundBuilder {
     uint64_t addr;
     uint64_t value;
     uint32_t bytes;
-    bool signal;  // a set signal (8 bytes)
+    bool signal;    // a set signal (8 bytes)
+    bool this_gpu;  // signal read on this GPU only
   };
   void emit_copy();
   void emit_small();
   void emit_batch();
   void submit_ops();
   void scatter_write(uint64_t addr, uint64_t value, uint32_t bytes);
-  void issue_signal(uint64_t* addr, uint64_t value, SignalOp op);
+  void issue_signal(uint64_t* addr, uint64_t value, SignalOp op, bool this_gpu);
 
   StreamOps& out_;
   RoundLimits limits_;
@@ -92,16 +97,17 @@ class RoundBuilder {
   std::vector<CUstreamBatchMemOpParams> ops_;
   uint64_t stage_next_ = 0, stage_free_ = 0, batch_begin_ = 0;
   uint32_t batch_n_ = 0, generation_ = 1;
-  // Open addressing over the open batch (entries of older generations are free): the slot of the
-  // write at each address, the bytes written in each 8-byte word.
-  static constexpr uint64_t kTable = uint64_t(1) << 15;  // > 2 x batch_max
-  struct BatchTable {
-    std::vector<uint64_t> keys = std::vector<uint64_t>(kTable), vals = std::vector<uint64_t>(kTable);
-    std::vector<uint32_t> gen = std::vector<uint32_t>(kTable, 0);
-    // The value of `key` (present), or a new zero value for it.
-    uint64_t* find(uint64_t key, uint32_t generation, bool& present);
+  // The open batch's 8-byte words (open addressing; entries of older generations are free): the
+  // bytes written in the word and the slot of its latest write, one cache line per lookup.
+  static constexpr uint64_t kTable = uint64_t(1) << 14;  // >= 2 x batch_max
+  struct Word {
+    uint64_t word;
+    uint64_t slot;
+    uint32_t generation;
+    uint32_t mask;
   };
-  BatchTable exact_, words_;
+  std::vector<Word> words_ = std::vector<Word>(kTable, Word{0, 0, 0, 0});
+  Word& word_entry(uint64_t word);  // the open batch's entry of `word` (a new one: mask 0)
 };
 
 }  // namespace gpucomm::proxy

@@ -28,11 +28,12 @@ inline CUstreamBatchMemOpParams write_op(uint64_t address, uint64_t value, bool 
   return p;
 }
 
-// A system-wide memory barrier: what the stream did before is visible before what follows.
-inline CUstreamBatchMemOpParams barrier_op() {
+// A memory barrier: what the stream did before is visible before what follows - to the whole
+// system, or (this_gpu) to the threads of this GPU only, which is enough when they alone read it.
+inline CUstreamBatchMemOpParams barrier_op(bool this_gpu = false) {
   CUstreamBatchMemOpParams p{};
   p.memoryBarrier.operation = CU_STREAM_MEM_OP_BARRIER;
-  p.memoryBarrier.flags = CU_STREAM_MEMORY_BARRIER_TYPE_SYS;
+  p.memoryBarrier.flags = this_gpu ? CU_STREAM_MEMORY_BARRIER_TYPE_GPU : CU_STREAM_MEMORY_BARRIER_TYPE_SYS;
   return p;
 }
 

@@ -316,6 +316,7 @@ class ProxyBuilder {
             ce.memops = checked_int("GPUCOMM_PROXY_MEMOPS", 1, 0, 1) == 1;
             ce.memop_max = static_cast<uint32_t>(checked_int("GPUCOMM_PROXY_MEMOP_MAX", 64, 0, 1 << 20));
             ce.timeout_ms = timeout_ms_;
+            ce.self = rank_;
             paths.push_back(std::make_unique<proxy::CopyEngineExecutor>(bases, device_, ce));
           } else {
             paths.push_back(std::make_unique<proxy::HostCopyExecutor>(bases));

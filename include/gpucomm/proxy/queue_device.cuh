@@ -128,12 +128,47 @@ __device__ inline uint64_t load_small(const void* src, size_t bytes) {
   return v;
 }
 
-// Posts `d` (one thread) and returns its ticket. With `result_slot`, the entry's local address
-// is the queue's result slot of the ticket (g and fetching atomics).
-__device__ inline uint64_t post(const DeviceHandle& h, const QueueView& q, Descriptor d, bool result_slot = false) {
+namespace queue_detail {
+
+// The stamp of ticket t: device scope when the GPU agent on this GPU serves the queue, system
+// scope for a CPU proxy.
+template <mem::Scope S>
+__device__ __forceinline__ void publish_stamps(const QueueView& q, uint64_t first, unsigned n, bool one) {
+  if (one) {
+    mem::store<S>(&q.ring[static_cast<uint32_t>(first) & (q.capacity - 1)].stamp, first + 1, mem::release);
+    return;
+  }
+  // Every lane of the group wrote its entry before the warp barrier; this fence and the stores
+  // after it form a release pattern that covers them (causality through the barrier).
+  mem::fence<S>(mem::acq_rel);
+  for (unsigned i = 0; i < n; ++i)
+    mem::store<S>(&q.ring[static_cast<uint32_t>(first + i) & (q.capacity - 1)].stamp, first + i + 1, mem::relaxed);
+}
+
+}  // namespace queue_detail
+
+// Posts `d` and returns its ticket. With `result_slot`, the entry's local address is the queue's
+// result slot of the ticket (g and fetching atomics); with `inline_src`, d.compare receives the
+// d.bytes (1..8) at inline_src (put_signal_inline), read while the ticket is on its way.
+// The lanes of a warp that post to the same queue at the same time share the work: the lowest
+// takes their tickets with one fetch_add, each writes its own entry, and after a warp barrier the
+// lowest releases all their stamps behind one fence (rings of 64 entries or more; smaller rings post
+// one by one, so that no lane waits for space behind a ticket of its own group).
+__device__ inline uint64_t post(const DeviceHandle& h, const QueueView& q, Descriptor d, bool result_slot = false,
+                                const void* inline_src = nullptr) {
   const uint64_t began = q.trace ? mem::globaltimer() : 0;
-  const uint64_t raw = mem::fetch_add<mem::kDevice>(q.head, uint64_t(1), mem::relaxed);
-  const uint64_t t = raw & kTicketMask;
+  const unsigned lane = coop::lane_id();
+  const unsigned group = q.capacity >= 64 ? __match_any_sync(__activemask(), reinterpret_cast<uintptr_t>(q.head))
+                                          : (1u << lane);
+  const unsigned first_lane = static_cast<unsigned>(__ffs(group)) - 1u;
+  const unsigned n = static_cast<unsigned>(__popc(group));
+  const unsigned rank = static_cast<unsigned>(__popc(group & ((1u << lane) - 1u)));
+  uint64_t raw = 0;
+  if (lane == first_lane) raw = mem::fetch_add<mem::kDevice>(q.head, uint64_t(n), mem::relaxed);
+  if (n > 1) raw = __shfl_sync(group, raw, static_cast<int>(first_lane));
+  if (inline_src) d.compare = load_small(inline_src, d.bytes);  // in flight with the fetch_add
+  const uint64_t base = raw & kTicketMask;
+  const uint64_t t = base + rank;
   if (t >= mem::load<mem::kDevice>(q.consumed_cache, mem::acquire) + q.capacity) {
     const uint64_t target = t - q.capacity + 1;
     if (q.gpu_agent) {
@@ -159,15 +194,20 @@ __device__ inline uint64_t post(const DeviceHandle& h, const QueueView& q, Descr
     mem::store<mem::kSystem>(&rec->ticket, t + 1, mem::relaxed);
     mem::store<mem::kSystem>(&rec->posted, mem::globaltimer(), mem::relaxed);
   }
-  // A GPU agent runs on this GPU: release at device scope is enough (and cheaper than system scope).
-  if (q.gpu_agent) {
-    mem::store<mem::kDevice>(&slot->stamp, t + 1, mem::release);
-  } else {
-    mem::store<mem::kSystem>(&slot->stamp, t + 1, mem::release);
+  if (n > 1) __syncwarp(group);
+  if (lane == first_lane) {
+    // A GPU agent runs on this GPU: release at device scope is enough (and cheaper than system scope).
+    if (q.gpu_agent) {
+      queue_detail::publish_stamps<mem::kDevice>(q, base, n, n == 1);
+    } else {
+      queue_detail::publish_stamps<mem::kSystem>(q, base, n, n == 1);
+    }
+    // The doorbell: every entry of the group is stamped; announce them when one crossed a multiple.
+    if (q.doorbell_every && (base + n) / q.doorbell_every != base / q.doorbell_every)
+      mem::red_max<mem::kSystem>(q.doorbell, base + n, mem::release);
+    // The GPU agent closed this queue before leaving (see the top): ask the host to start it again.
+    if (raw & kAgentClosed) mem::store<mem::kSystem>(q.agent_wake, 1u, mem::relaxed);
   }
-  if (q.doorbell_every && (t + 1) % q.doorbell_every == 0) mem::red_max<mem::kSystem>(q.doorbell, t + 1, mem::release);
-  // The GPU agent closed this queue before leaving (see the top): ask the host to start it again.
-  if (raw & kAgentClosed) mem::store<mem::kSystem>(q.agent_wake, 1u, mem::relaxed);
   return t;
 }
 

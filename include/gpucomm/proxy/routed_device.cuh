@@ -111,8 +111,7 @@ __device__ inline void routed_put_signal(Coop c, const DeviceHandle& h, void* ds
       d.bytes = bytes;
       d.sig = detail::heap_offset(h, sig);
       d.value = value;
-      d.compare = load_small(src, bytes);
-      t = post(h, queue_of(h), d);
+      t = post(h, queue_of(h), d, false, src);
     } else {
       // An empty payload makes it a plain signal.
       t = routed_signal_at(h, detail::heap_offset(h, sig), value, op, pe, detail::heap_offset(h, dst),

@@ -205,7 +205,7 @@ __device__ inline Served serve_queue(const ServiceAgentParams& p, const QueueVie
     Descriptor d{};
     int k = 1;
     if (at_first) {
-      if (lead) d = first;
+      d = first;  // every lane: no broadcast needed below
     } else {
       const Descriptor* slot = &q.ring[static_cast<uint32_t>(ti) & mask];
       bool ready = false;
@@ -226,7 +226,7 @@ __device__ inline Served serve_queue(const ServiceAgentParams& p, const QueueVie
     // Validate per lane; the first bad entry ends the batch and fails the queue.
     CheckResult r{};
     char* base = nullptr;
-    if (lane < k) {
+    if (lane < k || at_first) {
       r = check_descriptor(d, p.geometry);
       if (r.fault == QueueFault::none && d.opcode != Opcode::nop) {
         base = p.peer_bases[d.pe];
@@ -248,8 +248,9 @@ __device__ inline Served serve_queue(const ServiceAgentParams& p, const QueueVie
       // the barrier).
       __syncwarp();
       for (int i = 0; i < ok; ++i) {
-        const Descriptor e = broadcast(d, i);
-        char* const b = reinterpret_cast<char*>(__shfl_sync(kFull, reinterpret_cast<uintptr_t>(base), i));
+        const Descriptor e = at_first ? d : broadcast(d, i);
+        char* const b =
+            at_first ? base : reinterpret_cast<char*>(__shfl_sync(kFull, reinterpret_cast<uintptr_t>(base), i));
         if (e.opcode != Opcode::nop) execute(e, b, e.pe != p.self, w);
         if (lead && q.trace)
           mem::store<mem::kSystem>(&q.trace[static_cast<uint32_t>(out.next + static_cast<uint64_t>(i)) & mask].issued,
