@@ -91,9 +91,9 @@ struct Bench : bench::Harness {
     for (size_t b = size_t(64) << 10; b <= max_bytes; b *= quick ? 16 : 4) sizes.push_back(b);
     if (sizes.back() != max_bytes) sizes.push_back(max_bytes);
     for (size_t b : sizes) {
-      // Back-to-back puts (and raw copies, timed the same way) of about 2 GB per trial from 64 MB:
+      // Back-to-back puts (and raw copies, timed the same way) of about 4 GB per trial from 64 MB:
       // the fixed start and completion of a trial weigh little against the copies.
-      const int reps = static_cast<int>(std::max<size_t>(8, std::min<size_t>(quick ? 50 : 200, (size_t(2) << 30) / b)));
+      const int reps = static_cast<int>(std::max<size_t>(16, std::min<size_t>(quick ? 64 : 256, (size_t(4) << 30) / b)));
       for (int ctas : {1, 8, 32}) {  // 1 CTA: one descriptor of the whole size per repetition
         measure(
             {"put_bw", "block", b, ctas, "GB/s", {}}, 1,

@@ -150,6 +150,7 @@ void CopyEngineExecutor::reclaim_slots() {
 void CopyEngineExecutor::start(const Descriptor& d, uint64_t* done) {
   RoundBuilder& r = *round_;
   const bool here = d.pe == opts_.self;
+  round_remote_ = round_remote_ || !here;
   switch (d.opcode) {
     case Opcode::put:
       r.copy(at(d.pe, d.remote), reinterpret_cast<const char*>(d.local), d.bytes);
@@ -187,16 +188,22 @@ void CopyEngineExecutor::start(const Descriptor& d, uint64_t* done) {
 void CopyEngineExecutor::close_round(std::vector<uint64_t*> done, bool through_builder) {
   Group g{++round_no_, nullptr, std::move(done), round_->stage_next()};
   if (memop_) {
-    // The mark goes in a call of its own: the round's signals do not wait for it on the host.
-    if (through_builder) round_->finish();
-    CUstreamBatchMemOpParams mark[2] = {barrier_op(), write_op(done_dev_, g.round, true)};
-    memops(mark, 2);
+    // After everything of the round (in the same call when the builder holds memory operations):
+    // a barrier, GPU-wide when every entry of the round targeted this PE (whose readers are on this
+    // GPU; the proxy learns of the completion before they do), then the round's number.
+    CUstreamBatchMemOpParams mark[2] = {barrier_op(!round_remote_), write_op(done_dev_, g.round, true)};
+    if (through_builder) {
+      round_->finish(mark, 2);
+    } else {
+      memops(mark, 2);
+    }
   } else {
     if (through_builder) round_->finish();
     g.event = take_event();
     check_cuda(cudaEventRecord(g.event, stream_), "cudaEventRecord", "copy-engine proxy");
   }
   groups_.push_back(std::move(g));
+  if (through_builder) round_remote_ = false;  // a mark inside a round leaves the round's flag
 }
 
 void CopyEngineExecutor::flush() {

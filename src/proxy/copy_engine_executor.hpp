@@ -75,6 +75,7 @@ class CopyEngineExecutor final : public Executor, private StreamOps {
   uint64_t* done_host_ = nullptr;  // pinned: the last round whose work completed
   uint64_t done_dev_ = 0;          // its device address
   uint32_t idle_polls_ = 0;
+  bool round_remote_ = false;  // an entry of the open round targets another PE
 };
 
 }  // namespace gpucomm::proxy

@@ -78,6 +78,10 @@ __device__ __forceinline__ bool agent_failed(const QueueView& q) {
 // CPU proxy: refreshes the device copy `cache` of the agent's host word `word`, when this thread
 // wins `poller`. Returns false when an earlier poller found the queue failed.
 __device__ inline bool refresh(const QueueView& q, const uint64_t* word, uint64_t* cache, uint32_t i) {
+  // Test, then test-and-set: thousands of waiters read the word; only a free poller is contended.
+  const uint32_t seen = mem::load<mem::kDevice>(q.poller, mem::relaxed);
+  if (seen == 2u) return false;
+  if (seen != 0u) return true;
   const uint32_t was = mem::compare_exchange<mem::kDevice>(q.poller, 0u, 1u, mem::acquire);
   if (was == 2u) return false;
   if (was != 0u) return true;
@@ -163,10 +167,11 @@ __device__ inline uint64_t post(const DeviceHandle& h, const QueueView& q, Descr
   const unsigned first_lane = static_cast<unsigned>(__ffs(group)) - 1u;
   const unsigned n = static_cast<unsigned>(__popc(group));
   const unsigned rank = static_cast<unsigned>(__popc(group & ((1u << lane) - 1u)));
+  // Issued before the fetch_add, which does not wait for it: both are in flight together.
+  if (inline_src) d.compare = load_small(inline_src, d.bytes);
   uint64_t raw = 0;
   if (lane == first_lane) raw = mem::fetch_add<mem::kDevice>(q.head, uint64_t(n), mem::relaxed);
   if (n > 1) raw = __shfl_sync(group, raw, static_cast<int>(first_lane));
-  if (inline_src) d.compare = load_small(inline_src, d.bytes);  // in flight with the fetch_add
   const uint64_t base = raw & kTicketMask;
   const uint64_t t = base + rank;
   if (t >= mem::load<mem::kDevice>(q.consumed_cache, mem::acquire) + q.capacity) {
