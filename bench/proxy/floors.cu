@@ -27,9 +27,9 @@ void ck(cudaError_t e, const char* what) {
 }
 
 uint64_t host_ns() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
 }
 
 double median(std::vector<double> v) {
@@ -100,12 +100,12 @@ F driver_fn(const char* name) {
 // Everything one measurement needs, released in the destructor.
 struct Rig {
   cudaStream_t gpu_side = nullptr, cpu_side = nullptr;
-  uint64_t* flags = nullptr;      // device: block ping-pong, watched word
-  uint64_t* seen_at = nullptr;    // device: %globaltimer per iteration
-  uint32_t* failed = nullptr;     // device
-  uint64_t* to_gpu = nullptr;     // pinned
-  uint64_t* to_cpu = nullptr;     // pinned
-  uint64_t* values = nullptr;     // pinned: cudaMemcpyAsync sources
+  uint64_t* flags = nullptr;    // device: block ping-pong, watched word
+  uint64_t* seen_at = nullptr;  // device: %globaltimer per iteration
+  uint32_t* failed = nullptr;   // device
+  uint64_t* to_gpu = nullptr;   // pinned
+  uint64_t* to_cpu = nullptr;   // pinned
+  uint64_t* values = nullptr;   // pinned: cudaMemcpyAsync sources
   int max_iters;
   explicit Rig(int iters) : max_iters(iters) {
     ck(cudaStreamCreateWithFlags(&gpu_side, cudaStreamNonBlocking), "cudaStreamCreate");

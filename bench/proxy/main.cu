@@ -24,8 +24,8 @@
 
 #include "../rma/harness.hpp"
 #include "../rma/results.hpp"
-#include "gpucomm/core/env.hpp"
 #include "floors.hpp"
+#include "gpucomm/core/env.hpp"
 #include "gpucomm/gpucomm.hpp"
 #include "proxy_kernels.cuh"
 #include "stages.hpp"
@@ -93,7 +93,8 @@ struct Bench : bench::Harness {
     for (size_t b : sizes) {
       // Back-to-back puts (and raw copies, timed the same way) of about 4 GB per trial from 64 MB:
       // the fixed start and completion of a trial weigh little against the copies.
-      const int reps = static_cast<int>(std::max<size_t>(16, std::min<size_t>(quick ? 64 : 256, (size_t(4) << 30) / b)));
+      const int reps =
+          static_cast<int>(std::max<size_t>(16, std::min<size_t>(quick ? 64 : 256, (size_t(4) << 30) / b)));
       for (int ctas : {1, 8, 32}) {  // 1 CTA: one descriptor of the whole size per repetition
         measure(
             {"put_bw", "block", b, ctas, "GB/s", {}}, 1,

@@ -88,9 +88,9 @@ bool measure_stages(Runtime& rt, const DeviceHandle& h, char* sym, const char* l
     complete.push_back(static_cast<double>(done - issued) * 1e-3);
   }
   if (total.empty()) return false;
-  const std::pair<const char*, const std::vector<double>*> stages[] = {
-      {"post", &post},       {"notice", &notice}, {"execute", &execute},
-      {"deliver", &deliver}, {"total", &total},   {"complete", &complete}};
+  const std::pair<const char*, const std::vector<double>*> stages[] = {{"post", &post},       {"notice", &notice},
+                                                                       {"execute", &execute}, {"deliver", &deliver},
+                                                                       {"total", &total},     {"complete", &complete}};
   for (const auto& [name, v] : stages) out.push_back(bench::Result{"stage_us", name, 8, 1, "us", {mean(*v)}});
   out.push_back(bench::Result{"clock_sync_uncertainty", "host_gpu", 0, 1, "us", {sync.uncertainty_ns * 1e-3}});
   return true;

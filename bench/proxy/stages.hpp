@@ -20,7 +20,6 @@ namespace proxy_bench {
 
 // Appends the stages (level = stage name) when the runtime traces its queues; returns whether it did.
 bool measure_stages(gpucomm::Runtime& rt, const gpucomm::DeviceHandle& h, char* sym, const char* local, uint64_t* sig,
-                    uint64_t& base,
-                    int iters, const ClockSync& sync, std::vector<bench::Result>& out);
+                    uint64_t& base, int iters, const ClockSync& sync, std::vector<bench::Result>& out);
 
 }  // namespace proxy_bench

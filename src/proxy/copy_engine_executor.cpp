@@ -13,7 +13,8 @@ namespace {
 constexpr uint64_t kStageSlots = uint64_t(1) << 16;  // pinned scatter slots (1 MiB)
 
 [[noreturn]] void transport_fault(const std::string& what, cudaError_t e) {
-  throw DescriptorFault(QueueFault::transport, Field::none, "copy-engine proxy: " + what + ": " + cudaGetErrorString(e));
+  throw DescriptorFault(QueueFault::transport, Field::none,
+                        "copy-engine proxy: " + what + ": " + cudaGetErrorString(e));
 }
 }  // namespace
 
@@ -142,7 +143,8 @@ void CopyEngineExecutor::reclaim_slots() {
         progress();
         return groups_.empty();
       },
-      nullptr, opts_.timeout_ms, [] { return std::string("copy-engine proxy: waiting for its stream to free staging"); });
+      nullptr, opts_.timeout_ms,
+      [] { return std::string("copy-engine proxy: waiting for its stream to free staging"); });
 }
 
 // ---- rounds ----

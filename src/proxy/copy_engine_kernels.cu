@@ -44,8 +44,8 @@ __global__ void scatter_kernel(const ScatterWrite* w, uint32_t n) {
 
 cudaError_t preload_copy_engine_kernels() {
   cudaFuncAttributes a;
-  for (const void* f : {reinterpret_cast<const void*>(signal_at_kernel), reinterpret_cast<const void*>(atomic_at_kernel),
-                        reinterpret_cast<const void*>(scatter_kernel)})
+  for (const void* f : {reinterpret_cast<const void*>(signal_at_kernel),
+                        reinterpret_cast<const void*>(atomic_at_kernel), reinterpret_cast<const void*>(scatter_kernel)})
     if (cudaError_t e = cudaFuncGetAttributes(&a, f); e != cudaSuccess) return e;
   return cudaSuccess;
 }

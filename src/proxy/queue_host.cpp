@@ -25,9 +25,9 @@ void raise_max(uint64_t* word, uint64_t v) {
   }
 }
 uint64_t host_ns() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
 }
 std::string who(const HostWait& w, const QueueView& q) {
   return "rank " + std::to_string(w.rank) + " proxy queue " + std::to_string(q.queue_id);

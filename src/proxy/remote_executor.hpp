@@ -1,8 +1,8 @@
 #pragma once
 // Executes descriptors through a remote transport (UCX): puts, gets and atomics on the peers'
-// registered heaps. put_signal (and put_signal_inline, whose payload is staged) is put, fence(pe), then the signal (set: an 8-byte put of the value,
-// add: an atomic fetch-add), so the target performs the signal after the data. Entries complete
-// when the transport reports them complete at the target (gets and fetching atomics: locally).
+// registered heaps. put_signal (and put_signal_inline, whose payload is staged) is put, fence(pe), then the signal
+// (set: an 8-byte put of the value, add: an atomic fetch-add), so the target performs the signal after the data.
+// Entries complete when the transport reports them complete at the target (gets and fetching atomics: locally).
 #include <memory>
 #include <vector>
 

@@ -46,10 +46,10 @@ class StreamOps {
 };
 
 struct RoundLimits {
-  bool memops = true;            // stream memory operations available
-  uint32_t memop_max = 64;       // small writes of a segment issued as memory operations at most
-  uint64_t slots = 1u << 16;     // scatter staging slots (a power of two)
-  uint32_t batch_max = 8192;     // writes per scatter batch
+  bool memops = true;         // stream memory operations available
+  uint32_t memop_max = 64;    // small writes of a segment issued as memory operations at most
+  uint64_t slots = 1u << 16;  // scatter staging slots (a power of two)
+  uint32_t batch_max = 8192;  // writes per scatter batch
 };
 
 class RoundBuilder {

@@ -49,7 +49,9 @@ __host__ __device__ uint64_t msg_check(uint64_t seed, uint64_t ch, uint64_t seq)
 struct alignas(16) Msg {
   uint64_t seq;
   uint64_t check;
-  __host__ __device__ static Msg make(uint64_t seed, uint64_t ch, uint64_t seq) { return Msg{seq, msg_check(seed, ch, seq)}; }
+  __host__ __device__ static Msg make(uint64_t seed, uint64_t ch, uint64_t seq) {
+    return Msg{seq, msg_check(seed, ch, seq)};
+  }
   __device__ bool valid(uint64_t seed, uint64_t ch, uint64_t seq) const {
     const volatile Msg* m = this;
     return m->seq == seq && m->check == msg_check(seed, ch, seq);
@@ -57,7 +59,9 @@ struct alignas(16) Msg {
 };
 struct Msg8 {
   uint64_t check;
-  __host__ __device__ static Msg8 make(uint64_t seed, uint64_t ch, uint64_t seq) { return Msg8{msg_check(seed, ch, seq)}; }
+  __host__ __device__ static Msg8 make(uint64_t seed, uint64_t ch, uint64_t seq) {
+    return Msg8{msg_check(seed, ch, seq)};
+  }
   __device__ bool valid(uint64_t seed, uint64_t ch, uint64_t seq) const {
     const volatile Msg8* m = this;
     return m->check == msg_check(seed, ch, seq);
@@ -139,7 +143,8 @@ void scenario_stress(Runtime& rt, long long messages) {
   std::printf(
       "rank %d (%s, agent %s): %llu put-with-signal messages of %zu bytes checked in %.2f s (%.2f M/s): %llu "
       "violations, %llu stalled channels\n",
-      rt.rank(), info.kind.c_str(), info.agent.c_str(), c[1], sizeof(M), secs, static_cast<double>(c[1]) / secs / 1e6, c[0], c[2]);
+      rt.rank(), info.kind.c_str(), info.agent.c_str(), c[1], sizeof(M), secs, static_cast<double>(c[1]) / secs / 1e6,
+      c[0], c[2]);
   if (c[0]) fail(std::to_string(c[0]) + " ordering violations (seed " + std::to_string(seed) + ")");
   if (c[2]) fail(std::to_string(c[2]) + " channels stalled");
   if (c[1] != sent) fail("checked " + std::to_string(c[1]) + " of " + std::to_string(sent) + " messages");
@@ -202,7 +207,9 @@ void scenario_pstorm(Runtime& rt, long long per_thread) {
       const int last = ((per - 1 - j) / kWordsPerThread) * kWordsPerThread + j;  // the last i with i % K == j
       const uint64_t v = storm_value(t, static_cast<uint64_t>(last));
       const size_t at = t * kWordsPerThread + static_cast<size_t>(j);
-      if (t % 3 == 0 ? h8[at] != v : t % 3 == 1 ? h4[at] != static_cast<uint32_t>(v) : h2[at] != static_cast<uint16_t>(v))
+      if (t % 3 == 0   ? h8[at] != v
+          : t % 3 == 1 ? h4[at] != static_cast<uint32_t>(v)
+                       : h2[at] != static_cast<uint16_t>(v))
         ++wrong;
     }
   }

@@ -181,8 +181,8 @@ void run_case(const Case& c, uint64_t seed) {
 
 TEST(ProxyRoundBuilder, SameResultAsOneByOneAndSignalsAfterTheirData) {
   const uint64_t seed = testing::test_seed();
-  const Case cases[] = {{true, 64, 1u << 16, 8192}, {true, 4, 64, 16}, {true, 0, 64, 16}, {false, 64, 64, 16},
-                        {false, 0, 32, 4}};
+  const Case cases[] = {
+      {true, 64, 1u << 16, 8192}, {true, 4, 64, 16}, {true, 0, 64, 16}, {false, 64, 64, 16}, {false, 0, 32, 4}};
   for (const Case& c : cases) {
     SCOPED_TRACE(testing::seed_note(seed) + " memops " + std::to_string(c.memops) + " memop_max " +
                  std::to_string(c.memop_max) + " slots " + std::to_string(c.slots));
@@ -196,7 +196,7 @@ TEST(ProxyRoundBuilder, ContiguousCopiesMerge) {
   std::vector<ScatterWrite> staging(64);
   RoundBuilder b(s, RoundLimits{true, 64, 64, 16}, staging.data());
   std::vector<char> src(256, 7);
-  for (int i = 0; i < 8; ++i) b.copy(s.mem.data() + 32 * i, src.data() + 32 * i, 32);
+  for (size_t i = 0; i < 8; ++i) b.copy(s.mem.data() + 32 * i, src.data() + 32 * i, 32);
   b.finish();
   EXPECT_EQ(s.copies, 1);
   // dst continues src: copying them as one would read bytes the first part wrote.

@@ -47,15 +47,15 @@ namespace gpucomm::proxy {
 
 enum class Opcode : uint8_t {
   nop = 0,
-  put = 1,         // `bytes` from `local` (producer address) to `remote` on pe
-  put_inline = 2,  // `bytes` (1..8) of `value` to `remote` on pe
-  get = 3,         // `bytes` from `remote` on pe into `local`
-  signal = 4,      // SignalOp `op` of `value` on the signal word at `sig` on pe
-  put_signal = 5,  // put, then (once the data is complete at the target) the signal
-  atomic = 6,      // gpucomm::AtomicOp `op` of `width` bytes on `remote` at pe, operand `value`,
-                   // compare value `compare` (the order of ops.hpp); the old value goes to `local`
-                   // when it is non-zero
-  fence = 7,       // later entries of this queue to pe are performed after earlier ones
+  put = 1,                // `bytes` from `local` (producer address) to `remote` on pe
+  put_inline = 2,         // `bytes` (1..8) of `value` to `remote` on pe
+  get = 3,                // `bytes` from `remote` on pe into `local`
+  signal = 4,             // SignalOp `op` of `value` on the signal word at `sig` on pe
+  put_signal = 5,         // put, then (once the data is complete at the target) the signal
+  atomic = 6,             // gpucomm::AtomicOp `op` of `width` bytes on `remote` at pe, operand `value`,
+                          // compare value `compare` (the order of ops.hpp); the old value goes to `local`
+                          // when it is non-zero
+  fence = 7,              // later entries of this queue to pe are performed after earlier ones
   put_signal_inline = 8,  // put_signal whose payload (`bytes`, 1..8) travels in `compare`: the producer
                           // read it at post time, so the agent moves no data from producer memory
   last = put_signal_inline
@@ -127,21 +127,21 @@ enum class Side : uint32_t { cpu = 0, gpu = 1 };
 // reaches device-memory words through copies).
 struct QueueView {
   Descriptor* ring;
-  uint64_t* head;            // producers' ticket counter
-  uint64_t* consumed;        // agent: tickets taken out of the ring
-  uint64_t* consumed_cache;  // producers' cached copy of consumed (in the producers' memory)
-  uint64_t* completed;       // agent: tickets completed, in order
-  uint64_t* completed_cache; // producers' copy of completed (null: producers poll `completed` itself)
-  uint32_t* poller;          // producers' memory: 0 free, 1 a waiter reads the agent's words, 2 the queue failed
-  uint64_t* doorbell;        // highest ticket + 1 announced (used when doorbell_every > 0)
-  uint64_t* results;         // [capacity] result slots, producer memory
-  uint32_t* status;          // QueueFault, 0 while healthy
-  uint64_t* fault_ticket;    // the ticket that failed (valid when status != 0)
-  uint32_t* fault_field;     // the Field that was wrong
+  uint64_t* head;             // producers' ticket counter
+  uint64_t* consumed;         // agent: tickets taken out of the ring
+  uint64_t* consumed_cache;   // producers' cached copy of consumed (in the producers' memory)
+  uint64_t* completed;        // agent: tickets completed, in order
+  uint64_t* completed_cache;  // producers' copy of completed (null: producers poll `completed` itself)
+  uint32_t* poller;           // producers' memory: 0 free, 1 a waiter reads the agent's words, 2 the queue failed
+  uint64_t* doorbell;         // highest ticket + 1 announced (used when doorbell_every > 0)
+  uint64_t* results;          // [capacity] result slots, producer memory
+  uint32_t* status;           // QueueFault, 0 while healthy
+  uint64_t* fault_ticket;     // the ticket that failed (valid when status != 0)
+  uint32_t* fault_field;      // the Field that was wrong
   // GPU service agent only (null otherwise): the agent leaves when idle; a producer whose ticket
   // carries kAgentClosed asks the host to start it again (see service_agent_device.cuh).
-  uint32_t* agent_wake;  // host-mapped: producers store 1 to ask for a restart
-  TraceRecord* trace;    // [capacity] (GPUCOMM_PROXY_TRACE), else null
+  uint32_t* agent_wake;     // host-mapped: producers store 1 to ask for a restart
+  TraceRecord* trace;       // [capacity] (GPUCOMM_PROXY_TRACE), else null
   uint32_t capacity;        // power of two
   uint32_t doorbell_every;  // 0: the agent polls stamps
   Placement placement;      // of the ring

@@ -162,8 +162,8 @@ __device__ inline uint64_t post(const DeviceHandle& h, const QueueView& q, Descr
                                 const void* inline_src = nullptr) {
   const uint64_t began = q.trace ? mem::globaltimer() : 0;
   const unsigned lane = coop::lane_id();
-  const unsigned group = q.capacity >= 64 ? __match_any_sync(__activemask(), reinterpret_cast<uintptr_t>(q.head))
-                                          : (1u << lane);
+  const unsigned group =
+      q.capacity >= 64 ? __match_any_sync(__activemask(), reinterpret_cast<uintptr_t>(q.head)) : (1u << lane);
   const unsigned first_lane = static_cast<unsigned>(__ffs(group)) - 1u;
   const unsigned n = static_cast<unsigned>(__popc(group));
   const unsigned rank = static_cast<unsigned>(__popc(group & ((1u << lane) - 1u)));

@@ -219,8 +219,8 @@ __device__ inline Served serve_queue(const ServiceAgentParams& p, const QueueVie
         int4* d4 = reinterpret_cast<int4*>(&d);
 #pragma unroll
         for (int i = 0; i < 4; ++i) d4[i] = s4[i];
-        if (q.trace) mem::store<mem::kSystem>(&q.trace[static_cast<uint32_t>(ti) & mask].seen, mem::globaltimer(),
-                                              mem::relaxed);
+        if (q.trace)
+          mem::store<mem::kSystem>(&q.trace[static_cast<uint32_t>(ti) & mask].seen, mem::globaltimer(), mem::relaxed);
       }
     }
     // Validate per lane; the first bad entry ends the batch and fails the queue.
@@ -252,9 +252,10 @@ __device__ inline Served serve_queue(const ServiceAgentParams& p, const QueueVie
         char* const b =
             at_first ? base : reinterpret_cast<char*>(__shfl_sync(kFull, reinterpret_cast<uintptr_t>(base), i));
         if (e.opcode != Opcode::nop) execute(e, b, e.pe != p.self, w);
-        if (lead && q.trace)
+        if (lead && q.trace) {
           mem::store<mem::kSystem>(&q.trace[static_cast<uint32_t>(out.next + static_cast<uint64_t>(i)) & mask].issued,
                                    mem::globaltimer(), mem::relaxed);
+        }
       }
     }
     // Complete: the writers' fence, then completed before consumed (see the top).
