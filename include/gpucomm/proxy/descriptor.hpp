@@ -15,9 +15,10 @@
 //               read by producers (acquire) only when their cached copy `consumed_cache` says the
 //               ring is full: slot t % capacity may be written once t < consumed + capacity.
 //   stamp       last word of each entry. The producer writes the other fields, then release-stores
-//               stamp = t + 1 (system scope). The agent polls the stamp of its next ticket with
-//               acquire: the entry is complete when stamp == t + 1. 64-bit tickets never wrap, so
-//               the stamp doubles as the lap bit.
+//               stamp = t + 1 (system scope; GPU scope for the GPU agent; a warp group's leader
+//               releases the group's stamps behind one fence). The agent polls the stamp of its next
+//               ticket with acquire: the entry is complete when stamp == t + 1. 64-bit tickets never
+//               wrap, so the stamp doubles as the lap bit.
 //   doorbell    optional batching (doorbell_every = N > 0): the producer of ticket t with
 //               (t + 1) % N == 0, and every flush or quiet, raises the doorbell to the head (atomic
 //               max, release) and the agent looks at stamps only below the doorbell. N = 0: the
@@ -36,8 +37,9 @@
 //               stores a QueueFault (release) after recording fault_ticket and fault_field; a
 //               producer waiting for space or completion reads it and fails instead of waiting.
 // Data before signal: the agent issues an entry's signal only after the entry's data is
-// complete at the target (copy-engine stream order, SM copy + fence.sc.sys, UCX fence), so a PE
-// that sees the signal sees the data, on every path.
+// complete at the target (copy-engine stream order with a memory barrier before the signal, the
+// GPU agent's release after its payload store or its lanes' fence, UCX fence), so a PE that sees
+// the signal sees the data, on every path.
 #include <cstddef>
 #include <cstdint>
 

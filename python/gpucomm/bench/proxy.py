@@ -150,7 +150,7 @@ def verdict(ok: bool) -> str:
 
 
 def targets(runs: dict, pes: int) -> list[str]:
-    """The issue's targets, each beside its floor measured in the same run."""
+    """The layer's targets, each beside its floor measured in the same run."""
     where = "2 PEs" if pes == 2 else "1 PE, round trips to itself"
     out = ["", f"targets ({where}; each floor measured in this run)"]
     direct = point(runs.get("direct"), "put_signal_latency", "thread", 8)
