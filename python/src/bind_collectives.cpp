@@ -16,10 +16,10 @@
 #include "gpucomm/collectives/collectives.hpp"
 #include "gpucomm/core/cuda_check.hpp"
 #include "gpucomm/gpucomm.hpp"
+#include "py_runtime.hpp"
 
 namespace nb = nanobind;
 
-gpucomm::Runtime& bound_runtime(nb::handle runtime);  // bind_runtime.cpp
 
 namespace {
 
@@ -82,7 +82,7 @@ struct Staged {
 class PyCollectives {
  public:
   explicit PyCollectives(nb::handle runtime) : runtime_(nb::borrow(runtime)) {
-    rt_ = &bound_runtime(runtime);
+    rt_ = &py_runtime(runtime);
     coll_ = std::make_unique<Collectives>(*rt_);
   }
   ~PyCollectives() { close(); }

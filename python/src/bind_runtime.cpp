@@ -1,5 +1,6 @@
-// gpucomm.Runtime for Python: identity, barriers, symmetric arrays (DLPack, device type CUDA on
-// GPU PEs and CPU on host-memory PEs) and host-side put/get on them.
+// gpucomm.Runtime for Python: identity, barriers and symmetric arrays (DLPack, device type CUDA on
+// GPU PEs and CPU on host-memory PEs). The one-sided calls on them (put/get included) are added by
+// bind_rma.cpp, bind_stream_ops.cpp and bind_teams.cpp.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
@@ -113,9 +114,9 @@ class PyRuntime {
 
 }  // namespace
 
-// The Runtime behind a gpucomm.Runtime object (for the other bindings, such as the collectives').
-gpucomm::Runtime& bound_runtime(nb::handle runtime) {
-  return nb::cast<PyRuntime&>(runtime).rt();
+// The Runtime of a gpucomm.Runtime object, for the methods other files add (py_runtime.hpp).
+gpucomm::Runtime& py_runtime(nb::handle self) {
+  return nb::cast<PyRuntime&>(self).rt();
 }
 
 void bind_runtime(nb::module_& m) {
@@ -164,22 +165,6 @@ void bind_runtime(nb::module_& m) {
       .def(
           "free", [](PyRuntime& s, const AnyArray& a) { s.rt().free(s.sym_address(a, "the array")); }, nb::arg("array"),
           "Collective: returns a symmetric array's memory.")
-      .def(
-          "put",
-          [](PyRuntime& s, const AnyArray& dst, const AnyArray& src, int pe) {
-            if (nbytes(dst) != nbytes(src)) throw nb::value_error("gpucomm: put: dst and src differ in size");
-            s.rt().put(s.sym_address(dst, "put: dst"), src.data(), nbytes(src), pe);
-          },
-          nb::arg("dst"), nb::arg("src"), nb::arg("pe"),
-          "Copies src (host or device memory) into PE pe's copy of the symmetric array dst.")
-      .def(
-          "get",
-          [](PyRuntime& s, const AnyArray& dst, const AnyArray& src, int pe) {
-            if (nbytes(dst) != nbytes(src)) throw nb::value_error("gpucomm: get: dst and src differ in size");
-            s.rt().get(dst.data(), s.sym_address(src, "get: src"), nbytes(src), pe);
-          },
-          nb::arg("dst"), nb::arg("src"), nb::arg("pe"),
-          "Copies PE pe's copy of the symmetric array src into dst (host or device memory).")
       .def(
           "peer_address",
           [](PyRuntime& s, const AnyArray& a, int pe) {
