@@ -20,7 +20,6 @@
 
 namespace nb = nanobind;
 
-
 namespace {
 
 using namespace gpucomm;
@@ -52,7 +51,8 @@ DataType dtype_of(const Array& a, const char* what) {
 template <class E, bool (*Parse)(const char*, E*)>
 E parse(const std::string& text, const char* what) {
   E v{};
-  if (!Parse(text.c_str(), &v)) throw nb::value_error(("gpucomm: unknown " + std::string(what) + " '" + text + "'").c_str());
+  if (!Parse(text.c_str(), &v))
+    throw nb::value_error(("gpucomm: unknown " + std::string(what) + " '" + text + "'").c_str());
   return v;
 }
 
@@ -187,9 +187,8 @@ void bind_collectives(nb::module_& m) {
             const RedOp red = parse<RedOp, parse_redop>(op, "reduction");
             const CollOptions o = s.options(algorithm, max_ctas);
             const Team& t = s.team(team);
-            s.call(send, recv, stream, [&](void* sp, void* rp, Stream st) {
-              s.c().allreduce(sp, rp, count_of(send), dt, red, t, st, o);
-            });
+            s.call(send, recv, stream,
+                   [&](void* sp, void* rp, Stream st) { s.c().allreduce(sp, rp, count_of(send), dt, red, t, st, o); });
           },
           kw("send"), kw("recv"), kw("op") = "sum", kw("team") = "world", kw("stream") = 0, kw("algorithm") = "auto",
           kw("max_ctas") = 0)
@@ -218,9 +217,8 @@ void bind_collectives(nb::module_& m) {
             need_count(count_of(send), count_of(recv), "broadcast", "send");
             const CollOptions o = s.options(algorithm, max_ctas);
             const Team& t = s.team(team);
-            s.call(send, recv, stream, [&](void* sp, void* rp, Stream st) {
-              s.c().broadcast(sp, rp, count_of(recv), dt, root, t, st, o);
-            });
+            s.call(send, recv, stream,
+                   [&](void* sp, void* rp, Stream st) { s.c().broadcast(sp, rp, count_of(recv), dt, root, t, st, o); });
           },
           kw("send"), kw("recv"), kw("root") = 0, kw("team") = "world", kw("stream") = 0, kw("algorithm") = "auto",
           kw("max_ctas") = 0)
@@ -233,12 +231,10 @@ void bind_collectives(nb::module_& m) {
             const Team& t = s.team(team);
             need_count(count_of(recv), count_of(send) * static_cast<size_t>(t.size()), "allgather", "recv");
             const CollOptions o = s.options(algorithm, max_ctas);
-            s.call(send, recv, stream, [&](void* sp, void* rp, Stream st) {
-              s.c().allgather(sp, rp, count_of(send), dt, t, st, o);
-            });
+            s.call(send, recv, stream,
+                   [&](void* sp, void* rp, Stream st) { s.c().allgather(sp, rp, count_of(send), dt, t, st, o); });
           },
-          kw("send"), kw("recv"), kw("team") = "world", kw("stream") = 0, kw("algorithm") = "auto",
-          kw("max_ctas") = 0)
+          kw("send"), kw("recv"), kw("team") = "world", kw("stream") = 0, kw("algorithm") = "auto", kw("max_ctas") = 0)
       .def(
           "reduce_scatter",
           [](PyCollectives& s, const Array& send, const Array& recv, const std::string& op, const std::string& team,
@@ -264,11 +260,11 @@ void bind_collectives(nb::module_& m) {
             const Team& t = s.team(team);
             need_count(count_of(recv), count_of(send), "alltoall", "recv");
             const size_t n = static_cast<size_t>(t.size());
-            if (count_of(send) % n != 0) throw nb::value_error("gpucomm: alltoall: send's size is not a multiple of the team size");
+            if (count_of(send) % n != 0)
+              throw nb::value_error("gpucomm: alltoall: send's size is not a multiple of the team size");
             const CollOptions o = s.options("auto", max_ctas);
-            s.call(send, recv, stream, [&](void* sp, void* rp, Stream st) {
-              s.c().alltoall(sp, rp, count_of(send) / n, dt, t, st, o);
-            });
+            s.call(send, recv, stream,
+                   [&](void* sp, void* rp, Stream st) { s.c().alltoall(sp, rp, count_of(send) / n, dt, t, st, o); });
           },
           kw("send"), kw("recv"), kw("team") = "world", kw("stream") = 0, kw("max_ctas") = 0)
       .def(
@@ -297,8 +293,9 @@ void bind_collectives(nb::module_& m) {
           "plan",
           [](PyCollectives& s, const std::string& op, const std::string& dtype, uint64_t bytes, const std::string& team,
              int max_ctas) {
-            const Choice c = s.c().plan(parse<CollOp, parse_op>(op, "operation"), parse<DataType, parse_type>(dtype, "dtype"),
-                                        bytes, s.team(team), s.options("auto", max_ctas));
+            const Choice c =
+                s.c().plan(parse<CollOp, parse_op>(op, "operation"), parse<DataType, parse_type>(dtype, "dtype"), bytes,
+                           s.team(team), s.options("auto", max_ctas));
             nb::dict d;
             d["algorithm"] = algorithm_name(c.algorithm);
             d["channels"] = c.channels;
@@ -307,6 +304,7 @@ void bind_collectives(nb::module_& m) {
           },
           kw("op"), kw("dtype"), kw("bytes"), kw("team") = "world", kw("max_ctas") = 0,
           "What a call would run: algorithm, channels and why.")
-      .def("check_device", [](PyCollectives& s) { s.c().check_device(); },
-           "GPU PEs: raises the failure a collective's kernel recorded.");
+      .def(
+          "check_device", [](PyCollectives& s) { s.c().check_device(); },
+          "GPU PEs: raises the failure a collective's kernel recorded.");
 }

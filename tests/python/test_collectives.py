@@ -131,3 +131,21 @@ def test_collectives_on_gpu_pes(run_gpucomm, build, script):
     assert r.returncode == 0, r.stdout + r.stderr
     for rank in range(2):
         assert f"[{rank}] PY OK rank {rank}" in r.stdout
+
+
+def test_bench_coll_on_host_pes(run_gpucomm, tmp_path):
+    """`gpucomm bench coll`: the nccl-tests columns, a correct result for every row, and JSON."""
+    out = tmp_path / "coll.json"
+    r = run_gpucomm("bench", "coll", "--host", "-n", "3", "--quick", "-e", "4K", "--ops", "allreduce,allgather,barrier",
+                    "-d", "bf16", "--json", str(out), timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "algbw" in r.stdout and "busbw" in r.stdout and "ctas" in r.stdout and "wrong" in r.stdout
+    import json
+    data = json.loads(out.read_text())
+    assert data["benchmark"] == "coll" and data["pe_kind"] == "host" and data["pes"] == 3
+    ops = {row["op"] for row in data["results"]}
+    assert ops == {"allreduce", "allgather", "barrier"}, ops
+    for row in data["results"]:
+        assert row["wrong"] == 0 and row["time_us"] > 0 and row["ctas"] >= 1, row
+    r = run_gpucomm("bench", "coll", "--host", "-n", "1", "--", "--iters", "0")
+    assert r.returncode == 1 and "--iters" in r.stderr and "Traceback" not in r.stderr
