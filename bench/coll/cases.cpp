@@ -147,9 +147,11 @@ size_t count_wrong(const Case& c, const std::vector<uint8_t>& recv) {
     double want = 0;
     switch (c.op) {
       case CollOp::allgather:
-      case CollOp::alltoall:
-        want = static_cast<double>(i / block) + 1.0;  // block j came from team rank j
+      case CollOp::alltoall: {
+        const size_t from = i / block;  // block j came from team rank j
+        want = static_cast<double>(from) + 1.0;
         break;
+      }
       case CollOp::broadcast:
         want = c.root + 1.0;
         break;

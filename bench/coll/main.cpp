@@ -346,11 +346,12 @@ int run(int argc, char** argv) {
           "# host enqueue per stream-ordered allreduce (%zu B, eager, %d PEs): %.2f us; empty-kernel launch "
           "floor, same stream, same run: %.2f us; target <= floor + 1 us: %s\n",
           first_allreduce_bytes, n, enqueue, floor, enqueue <= floor + 1.0 ? "met" : "NOT met");
-      if (first_graph_allreduce.ran)
+      if (first_graph_allreduce.ran) {
         std::printf(
             "# graph replay per allreduce (%zu B): %.2f us; target: no slower than NCCL's one-rank graph "
             "replay (0.9-1.1 us on one H100; NCCL is not driven by this program)\n",
             first_allreduce_bytes, first_graph_allreduce.time_us);
+      }
     }
     if (!cfg.json.empty()) {
       std::ofstream f(cfg.json);

@@ -85,12 +85,18 @@ class PyCollectives {
     rt_ = &py_runtime(runtime);
     coll_ = std::make_unique<Collectives>(*rt_);
   }
-  ~PyCollectives() { close(); }
+  ~PyCollectives() {
+    try {
+      close();
+    } catch (...) {  // NOLINT(bugprone-empty-catch): a destructor must not throw; close() reports errors
+    }
+  }
   // Collective: frees the workspaces. Without it, they live until the Runtime closes.
   void close() {
     if (!coll_) return;
     if (nb::cast<bool>(runtime_.attr("closed"))) {
-      (void)coll_.release();  // the heap is gone with the runtime: nothing to free
+      // The heap is gone with the runtime: nothing to free, and the destructor would touch it.
+      [[maybe_unused]] Collectives* gone = coll_.release();
     } else {
       coll_.reset();
     }

@@ -55,6 +55,14 @@ std::array<Algorithm, kNumOps> parse_algo_env() {
   out.fill(Algorithm::automatic);
   const std::string text = env::get_string("GPUCOMM_COLL_ALGO", "");
   if (text.empty()) return out;
+  // Raises naming the variable's whole value and what is wrong with one item.
+  auto bad = [&text](const std::string& what) {
+    std::string msg = "GPUCOMM_COLL_ALGO='";
+    msg += text;
+    msg += "': ";
+    msg += what;
+    raise(Errc::invalid_argument, "environment", msg);
+  };
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {
@@ -62,7 +70,7 @@ std::array<Algorithm, kNumOps> parse_algo_env() {
     Algorithm a{};
     const std::string algo = eq == std::string::npos ? item : item.substr(eq + 1);
     if (!parse_algorithm(algo.c_str(), &a)) {
-      raise(Errc::invalid_argument, "environment", "GPUCOMM_COLL_ALGO='" + text + "': '" + algo + "' is no algorithm");
+      bad("'" + algo + "' is no algorithm");
     }
     if (eq == std::string::npos) {
       for (int o = 0; o < kNumOps; ++o)
@@ -72,11 +80,12 @@ std::array<Algorithm, kNumOps> parse_algo_env() {
     CollOp op{};
     const std::string name = item.substr(0, eq);
     if (!parse_op(name.c_str(), &op)) {
-      raise(Errc::invalid_argument, "environment", "GPUCOMM_COLL_ALGO='" + text + "': '" + name + "' is no operation");
+      bad("'" + name + "' is no operation");
     }
     if (!implements(a, op)) {
-      raise(Errc::invalid_argument, "environment",
-            "GPUCOMM_COLL_ALGO='" + text + "': " + algo + " does not implement " + name);
+      std::string why = algo;
+      why += " does not implement ";
+      bad(why += name);
     }
     out[static_cast<size_t>(op)] = a;
   }
@@ -409,8 +418,8 @@ void Collectives::alltoallv(const void* send, const uint64_t* send_counts, const
     std::vector<uint64_t> all(4 * static_cast<size_t>(n));
     std::copy(send_counts, send_counts + n, all.begin());
     std::copy(send_displs, send_displs + n, all.begin() + n);
-    std::copy(recv_counts, recv_counts + n, all.begin() + 2 * n);
-    std::copy(recv_displs, recv_displs + n, all.begin() + 3 * n);
+    std::copy(recv_counts, recv_counts + n, all.begin() + 2 * static_cast<ptrdiff_t>(n));
+    std::copy(recv_displs, recv_displs + n, all.begin() + 3 * static_cast<ptrdiff_t>(n));
     impl_->run(ts, c, stream, name, all.data());
     return;
   }

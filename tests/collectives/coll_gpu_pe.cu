@@ -51,7 +51,8 @@ int scenario_kernel(Runtime& rt) {
 // allreduce (sum of rank + 1 + i) and allgather captured once, replayed 1000 times; the inputs
 // change between replays through a captured kernel, so every replay is checked by the last one.
 __global__ void k_bump(int32_t* x, size_t n) {
-  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) x[i] += 1;
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) x[i] += 1;
 }
 
 int scenario_graph(Runtime& rt) {
@@ -131,7 +132,8 @@ int scenario_teams(Runtime& rt) {
   cuda(cudaMemcpy(got.data(), y, count * 4, cudaMemcpyDeviceToHost), "cudaMemcpy");
   cuda(cudaMemcpy(gathered.data(), z, gathered.size() * 4, cudaMemcpyDeviceToHost), "cudaMemcpy");
   int failures = 0;
-  const float sum = static_cast<float>(n * (n + 1) / 2);
+  const int ranks_sum = n * (n + 1) / 2;  // of the inputs rank + 1
+  const float sum = static_cast<float>(ranks_sum);
   for (size_t i = 0; i < count; ++i) {
     if (got[i] != sum) ++failures;
     for (int r = 0; r < n; ++r) {
@@ -151,8 +153,9 @@ int scenario_teams(Runtime& rt) {
 int scenario_mismatch(Runtime& rt) {
   Collectives coll(rt);
   float* x = nullptr;
-  cuda(cudaMalloc(&x, 64 * 4), "cudaMalloc");
-  cuda(cudaMemset(x, 0, 64 * 4), "cudaMemset");
+  constexpr size_t kBytes = 64 * sizeof(float);
+  cuda(cudaMalloc(&x, kBytes), "cudaMalloc");
+  cuda(cudaMemset(x, 0, kBytes), "cudaMemset");
   auto s = reinterpret_cast<cudaStream_t>(rt.stream());
   CollOptions o;
   o.algorithm = Algorithm::oneshot;

@@ -265,8 +265,9 @@ struct Topo {
   TopoSummary t;
 };
 Sizes sizes_of(int n) {
-  return Sizes{n, std::max<uint64_t>(256, (256u << 10) / static_cast<unsigned>(n) / 256 * 256), 256u << 10,
-               std::max<uint64_t>(256, (64u << 10) / static_cast<unsigned>(n) / 256 * 256), 0};
+  const uint64_t un = static_cast<uint64_t>(n);
+  return Sizes{n, std::max<uint64_t>(256, (uint64_t{256} << 10) / un / 256 * 256), 256u << 10,
+               std::max<uint64_t>(256, (uint64_t{64} << 10) / un / 256 * 256), 0};
 }
 Algorithm pick(const TopoSummary& t, CollOp op, uint64_t bytes) {
   Sizes s = sizes_of(t.n);

@@ -849,19 +849,22 @@ GPUCOMM_COLL_FN void alltoallv_oneshot(B& b, const Call& call) {
     uint64_t mx = 0;
     for (int q = 0; q < n; ++q) mx = share(call.send_counts[q]).size() > mx ? share(call.send_counts[q]).size() : mx;
     for (int q = 0; q < n; ++q) {
-      stage[2 * q] = call.send_counts[q];
-      stage[2 * q + 1] = mx;
+      stage[2 * static_cast<uint64_t>(q)] = call.send_counts[q];
+      stage[2 * static_cast<uint64_t>(q) + 1] = mx;
     }
   }
   b.sync();
-  Others{n, me}(
-      [&](int q) { b.put_signal(q, v.slot(p0, me), stage + 2 * q, 16, v.flag(p0, me), flag_word(call.sig, e0, 0)); });
+  Others{n, me}([&](int q) {
+    b.put_signal(q, v.slot(p0, me), stage + 2 * static_cast<uint64_t>(q), 16, v.flag(p0, me),
+                 flag_word(call.sig, e0, 0));
+  });
   wait_from(b, p0, e0, 0, call.sig, Others{n, me});
   uint64_t rounds = 0;
   if (b.leader()) {
     uint64_t mx = stage[1];
     for (int q = 0; q < n; ++q) {
-      const uint64_t* rec = q == me ? stage + 2 * q : reinterpret_cast<const uint64_t*>(v.slot(p0, q));
+      const uint64_t* rec =
+          q == me ? stage + 2 * static_cast<uint64_t>(q) : reinterpret_cast<const uint64_t*>(v.slot(p0, q));
       if (rec[0] != call.recv_counts[q]) b.fail_counts(q, rec[0], call.recv_counts[q]);
       mx = rec[1] > mx ? rec[1] : mx;
     }

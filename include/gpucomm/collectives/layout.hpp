@@ -107,7 +107,7 @@ GPUCOMM_HD constexpr ChannelLayout channel_layout(int n, uint64_t slot_bytes, ui
   const uint64_t un = static_cast<uint64_t>(n);
   l.local = 0;
   l.flags = align_up(8 * (2 + 2 * un), 128);
-  l.acks = l.flags + align_up(8 * 2 * un, 128);
+  l.acks = l.flags + align_up(un * 16, 128);
   l.scratch = l.acks + align_up(8 * un, 128);
   l.scratch_parity = un * slot_bytes + ring_bytes;
   l.ll = l.scratch + 2 * l.scratch_parity;
