@@ -17,43 +17,57 @@ inline const char* level_name(Level l) {
   return l == Level::warp ? "warp" : l == Level::block ? "block" : "grid";
 }
 
-// One kernel per element type; the operation is a run-time argument.
-template <class T>
-__global__ void k_collective(DeviceHandle h, CollHandle ch, int level, CollOp op, const T* send, T* recv, size_t count,
-                             RedOp red, int root, Algorithm a) {
+// One kernel per element type, cooperation level and operation (a kernel holding every level and
+// operation is too large for ptxas to handle in bounded memory).
+template <class T, Level L, CollOp Op>
+__global__ void k_collective(DeviceHandle h, CollHandle ch, const T* send, T* recv, size_t count, RedOp red, int root,
+                             Algorithm a) {
   auto body = [&](auto c) {
-    switch (op) {
-      case CollOp::barrier:
-        coll::device::barrier(c, h, ch, a);
-        break;
-      case CollOp::broadcast:
-        coll::device::broadcast(c, h, ch, send, recv, count, root, a);
-        break;
-      case CollOp::reduce:
-        coll::device::reduce(c, h, ch, send, recv, count, red, root, a);
-        break;
-      case CollOp::allreduce:
-        coll::device::allreduce(c, h, ch, send, recv, count, red, a);
-        break;
-      case CollOp::allgather:
-        coll::device::allgather(c, h, ch, send, recv, count, a);
-        break;
-      case CollOp::reduce_scatter:
-        coll::device::reduce_scatter(c, h, ch, send, recv, count, red, a);
-        break;
-      case CollOp::alltoall:
-        coll::device::alltoall(c, h, ch, send, recv, count, a);
-        break;
-      default:
-        break;
+    if constexpr (Op == CollOp::barrier) {
+      coll::device::barrier(c, h, ch, a);
+    } else if constexpr (Op == CollOp::broadcast) {
+      coll::device::broadcast(c, h, ch, send, recv, count, root, a);
+    } else if constexpr (Op == CollOp::reduce) {
+      coll::device::reduce(c, h, ch, send, recv, count, red, root, a);
+    } else if constexpr (Op == CollOp::allreduce) {
+      coll::device::allreduce(c, h, ch, send, recv, count, red, a);
+    } else if constexpr (Op == CollOp::allgather) {
+      coll::device::allgather(c, h, ch, send, recv, count, a);
+    } else if constexpr (Op == CollOp::reduce_scatter) {
+      coll::device::reduce_scatter(c, h, ch, send, recv, count, red, a);
+    } else if constexpr (Op == CollOp::alltoall) {
+      coll::device::alltoall(c, h, ch, send, recv, count, a);
     }
   };
-  if (level == 0) {
+  if constexpr (L == Level::warp) {
     if (blockIdx.x == 0 && threadIdx.x < 32) body(coop::Warp{});
-  } else if (level == 1) {
+  } else if constexpr (L == Level::block) {
     if (blockIdx.x == 0) body(coop::Block{});
   } else {
     body(Grid{});
+  }
+}
+
+template <class T>
+using CollKernel = void (*)(DeviceHandle, CollHandle, const T*, T*, size_t, RedOp, int, Algorithm);
+
+template <class T, Level L>
+CollKernel<T> kernel_of(CollOp op) {
+  switch (op) {
+    case CollOp::barrier:
+      return k_collective<T, L, CollOp::barrier>;
+    case CollOp::broadcast:
+      return k_collective<T, L, CollOp::broadcast>;
+    case CollOp::reduce:
+      return k_collective<T, L, CollOp::reduce>;
+    case CollOp::allreduce:
+      return k_collective<T, L, CollOp::allreduce>;
+    case CollOp::allgather:
+      return k_collective<T, L, CollOp::allgather>;
+    case CollOp::reduce_scatter:
+      return k_collective<T, L, CollOp::reduce_scatter>;
+    default:
+      return k_collective<T, L, CollOp::alltoall>;
   }
 }
 
@@ -110,10 +124,10 @@ void launch_level(Level level, const DeviceHandle& h, const CollHandle& ch, Coll
   const auto* sp = static_cast<const T*>(send);
   auto* rp = static_cast<T*>(recv);
   if (level == Level::grid) {
-    launch_grid(k_collective<T>, blocks, 256, 0, s, h, ch, 2, op, sp, rp, count, red, root, a);
+    launch_grid(kernel_of<T, Level::grid>(op), blocks, 256, 0, s, h, ch, sp, rp, count, red, root, a);
   } else {
-    k_collective<T><<<1, level == Level::warp ? 32 : 256, 0, s>>>(h, ch, level == Level::warp ? 0 : 1, op, sp, rp,
-                                                                  count, red, root, a);
+    const CollKernel<T> k = level == Level::warp ? kernel_of<T, Level::warp>(op) : kernel_of<T, Level::block>(op);
+    k<<<1, level == Level::warp ? 32 : 256, 0, s>>>(h, ch, sp, rp, count, red, root, a);
     DeviceMem::check(cudaGetLastError(), "launching k_collective");
   }
 }
