@@ -6,6 +6,8 @@ from pathlib import Path
 
 root = Path(__file__).resolve().parent.parent
 src = (root / "src/core/env.cpp").read_text()
+# Join adjacent string literals split across lines by clang-format ("..." "...").
+src = re.sub(r'"\s*\n\s*"', "", src)
 rows = re.findall(r'\{"(GPUCOMM_[A-Z0-9_]+)",\s*"([^"]*)",\s*"((?:[^"\\]|\\.)*)"\}', src)
 out = ["# gpucomm environment variables", "",
        "Every variable gpucomm reads. An unknown `GPUCOMM_*` variable draws a warning at start-up.",
