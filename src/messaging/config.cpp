@@ -109,6 +109,7 @@ LocalLayout local_layout(const Config& c) {
   take(l.active, size_t(c.requests) * sizeof(uint32_t));
   take(l.comms, kMaxComms * sizeof(CommState));
   take(l.ctl, sizeof(Control));
+  take(l.diag, sizeof(Diag));
   l.total = at;
   return l;
 }
@@ -132,6 +133,7 @@ StateView carve(const Config& c, char* heap, char* local) {
   s.active = reinterpret_cast<uint32_t*>(local + l.active);
   s.comms = reinterpret_cast<CommState*>(local + l.comms);
   s.ctl = reinterpret_cast<Control*>(local + l.ctl);
+  s.diag = reinterpret_cast<Diag*>(local + l.diag);
   return s;
 }
 

@@ -20,12 +20,13 @@ struct HeapLayout {
   size_t rings, credits, req_words, staging, total;
 };
 struct LocalLayout {
-  size_t peers, pool, reqs, req_bits, unexp, unexp_bits, submit, active, comms, ctl, total;
+  size_t peers, pool, reqs, req_bits, unexp, unexp_bits, submit, active, comms, ctl, diag, total;
 };
 HeapLayout heap_layout(const Config& c);
 LocalLayout local_layout(const Config& c);
 
-// The StateView of regions at `heap` (this PE's symmetric address) and `local`.
+// The StateView of regions at `heap` (this PE's symmetric address) and `local`; the failure record
+// is in `local` too (GPU PEs move it to host-mapped memory afterwards).
 StateView carve(const Config& c, char* heap, char* local);
 
 }  // namespace gpucomm::msg::detail

@@ -108,6 +108,34 @@ std::string peer_text(const Diag& d, const Config& c) {
          std::to_string(eager) + ", this PE drained " + std::to_string(d.drained) + " of its tickets";
 }
 
+std::string argument_text(const Diag& d) {
+  const auto v = static_cast<int64_t>(d.value);
+  switch (static_cast<DiagArg>(d.arg)) {
+    case DiagArg::rank:
+      return "rank " + std::to_string(v) + " is outside the communicator's ranks 0.." +
+             std::to_string(static_cast<int64_t>(d.limit) - 1) + " (or PROC_NULL, ANY_SOURCE for receives)";
+    case DiagArg::tag:
+      return "tag " + std::to_string(v) + " is outside 0.." + std::to_string(d.limit) + " (or ANY_TAG for receives)";
+    case DiagArg::buffer:
+      return d.value == 0 ? "buffer is null with a count of " + std::to_string(d.limit) + " bytes"
+                          : "buffer " + hex(d.value) + " (" + std::to_string(d.limit) +
+                                " bytes) is not global memory (a thread's stack or shared memory cannot be sent)";
+    case DiagArg::bytes:
+      return "count " + std::to_string(d.value) + " is beyond 2^48 bytes";
+    case DiagArg::mode:
+      return std::string(v == kAnySource ? "ANY_SOURCE" : "ANY_TAG") +
+             " on a communicator whose mode asserted it away (no wildcards of that kind)";
+    case DiagArg::comm:
+      return "context id " + std::to_string(v) + " is no live communicator (a stale or foreign CommHandle)";
+    case DiagArg::message:
+      return "message " + std::to_string(v) + " was not taken by mprobe/improbe (or was received already)";
+    case DiagArg::event:
+      return "the event is null (make events with Messenger::make_event)";
+    default:
+      return "invalid argument";
+  }
+}
+
 }  // namespace
 
 std::string describe(const Diag& d, const Config& c) {
@@ -153,6 +181,7 @@ std::string describe(const Diag& d, const Config& c) {
       }
       return who + ": protocol fault with PE " + std::to_string(d.peer);
     case DiagKind::bad_argument:
+      return who + " on " + comm_text(d) + ": " + argument_text(d);
     case DiagKind::none:
       break;
   }

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -52,6 +53,7 @@ void free_local(bool gpu, void* p) {
 }  // namespace
 
 Messenger::Impl::~Impl() {
+  if (diag_host) (void)cudaFreeHost(diag_host);
   for (uint64_t* e : events) free_local(gpu, e);
   free_local(gpu, view_dev);
   free_local(gpu, local);
@@ -100,6 +102,13 @@ Messenger::Messenger(Runtime& rt, const MessengerOptions& opts) : impl_(std::mak
   m.local = static_cast<char*>(alloc_local(m.gpu, ll.total, "messaging tables"));
   m.view = detail::carve(m.cfg, m.heap, m.local);
   if (m.gpu) {
+    // The failure record must stay readable after a kernel trapped: host-mapped memory.
+    void* d = nullptr;
+    check_cuda(cudaHostAlloc(&d, sizeof(Diag), cudaHostAllocMapped), "cudaHostAlloc", "messaging failure record");
+    std::memset(d, 0, sizeof(Diag));
+    m.diag_host = static_cast<Diag*>(d);
+    check_cuda(cudaHostGetDevicePointer(reinterpret_cast<void**>(&m.view.diag), d, 0), "cudaHostGetDevicePointer",
+               "messaging failure record");
     m.view_dev = static_cast<StateView*>(alloc_local(true, sizeof(StateView), "messaging state view"));
     m.copy_to_state(m.view_dev, &m.view, sizeof(StateView));
   } else {
@@ -133,6 +142,14 @@ size_t Messenger::heap_bytes() const {
 }
 size_t Messenger::local_bytes() const {
   return impl_->local_bytes;
+}
+
+void Messenger::check_device() const {
+  const Impl& m = *impl_;
+  if (m.diag_host && std::atomic_ref<uint32_t>(m.diag_host->state).load(std::memory_order_acquire) == 2u) {
+    detail::raise_diag(*m.diag_host, m.cfg);
+  }
+  m.rt.check_device();
 }
 
 Comm Messenger::world(const CommOptions& opts) {

@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
   const std::map<std::string, void (*)(Runtime&, const msgtest::Options&)> scenarios = {
       {"exchange", msgtest::scenario_exchange},
       {"order", msgtest::scenario_order},
+      {"random", msgtest::scenario_random},
   };
   const auto it = scenarios.find(argv[1]);
   if (it == scenarios.end()) {

@@ -8,8 +8,12 @@
 
 #if defined(__CUDACC__)
 #define GPUCOMM_MSG_FN __host__ __device__ inline
+// The protocol's large entry points (templates only) stay out of line on the device: inlined at
+// every call site of every cooperation level they would make kernels huge and slow to compile.
+#define GPUCOMM_MSG_OUTLINE __host__ __device__ __noinline__
 #else
 #define GPUCOMM_MSG_FN inline
+#define GPUCOMM_MSG_OUTLINE inline
 #endif
 
 namespace gpucomm::msg {

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "gpucomm/matching/envelope.hpp"
+#include "gpucomm/matching/job.hpp"
 #include "gpucomm/messaging/types.hpp"
 
 namespace gpucomm::msg {
@@ -211,6 +212,17 @@ enum class DiagArg : uint32_t {
 // DiagKind::protocol: what broke (in Diag::arg).
 enum class ProtocolFault : uint32_t { none, unknown_comm, pool_full, ll_incomplete };
 
+// Scratch of the matching engines on a GPU (device_backend_device.cuh): only the progress lock
+// holder matches, so one suffices; global memory, so calling blocks need no shared memory for it.
+struct MatchScratch {
+  uint32_t taken[matching::kWarpMaxTargets / 32];  // matching::WarpMatchShared
+  matching::Envelope probe;
+  matching::Match matches[2];
+  int32_t scratch[2];
+  uint32_t n_matches;
+  uint32_t status;
+};
+
 // Local control words. The progress lock serializes progress; the submission ring hands new
 // requests to it in order (ticket `t` in entry t mod R, stamp t + 1 in the upper half).
 struct alignas(64) Control {
@@ -221,7 +233,7 @@ struct alignas(64) Control {
   uint64_t active_n;                 // progress only
   uint64_t staging_used;             // bitmap of staging pairs (progress only)
   uint64_t reserved1[5];
-  alignas(64) Diag diag;
+  alignas(64) MatchScratch match;
 };
 
 // Every pointer of a PE's messaging state. Heap pointers are this PE's symmetric addresses (the
@@ -244,6 +256,7 @@ struct StateView {
   uint32_t* active;      // [requests]: requests progress advances
   CommState* comms;      // [kMaxComms]
   Control* ctl;
+  Diag* diag;  // the failure record (host-mapped memory on GPU PEs: readable after a trap)
 };
 
 static_assert(std::is_trivially_copyable_v<StateView> && std::is_standard_layout_v<StateView>);

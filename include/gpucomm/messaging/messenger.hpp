@@ -129,6 +129,11 @@ class Messenger {
   // Waits until the event reached `value` (progressing meanwhile).
   void event_wait(const Event& e, uint64_t value);
 
+  // GPU PEs: raises the failure a kernel recorded in a messaging call (a wait that timed out, a
+  // bad argument, a truncation), naming the communicator, the request, the queues and the peer;
+  // then the one-sided layer's record (Runtime::check_device). Nothing when no failure was recorded.
+  void check_device() const;
+
   struct Impl;
   Impl& impl() const { return *impl_; }
 

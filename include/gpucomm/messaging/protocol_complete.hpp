@@ -21,7 +21,7 @@ struct RecvArgs {
 
 // Posts a receive (any thread group). kProcNull sources complete at once.
 template <class B, class C>
-GPUCOMM_MSG_FN Started recv_start(const B& b, C c, const StateView& s, const RecvArgs& a) {
+GPUCOMM_MSG_OUTLINE Started recv_start(const B& b, C c, const StateView& s, const RecvArgs& a) {
   if (a.src == kProcNull) {
     if (b.leader(c) && a.event) b.fadd(a.event, 1, Ord::release);
     return Started{Request::kProcNull, 0};
@@ -54,8 +54,8 @@ GPUCOMM_MSG_FN Status proc_null_status() {
 
 // A diagnostic naming a request, its communicator, the queues and the peer's counters.
 template <class B>
-GPUCOMM_MSG_FN Diag request_diag(const B& b, const StateView& s, DiagKind kind, DiagOp op, uint32_t id,
-                                 uint64_t start) {
+GPUCOMM_MSG_OUTLINE Diag request_diag(const B& b, const StateView& s, DiagKind kind, DiagOp op, uint32_t id,
+                                      uint64_t start) {
   Diag d{};
   d.kind = kind;
   d.op = op;
@@ -85,7 +85,7 @@ GPUCOMM_MSG_FN Diag request_diag(const B& b, const StateView& s, DiagKind kind, 
 // The error policy of the request's communicator: an error in a status ends the job unless the
 // communicator returns errors.
 template <class B>
-GPUCOMM_MSG_FN void check_status(const B& b, const StateView& s, uint32_t id, const Status& st, DiagOp op) {
+GPUCOMM_MSG_OUTLINE void check_status(const B& b, const StateView& s, uint32_t id, const Status& st, DiagOp op) {
   if (st.error == kErrNone || st.error == kErrCancelled) return;
   const CommState* cm = comm_of(s, s.reqs[id].ctx);
   if (cm && (cm->flags & kCommErrorsReturn)) return;
@@ -98,7 +98,7 @@ GPUCOMM_MSG_FN void check_status(const B& b, const StateView& s, uint32_t id, co
 // True when the request completed (its status in `st`; the request is reset to null and its
 // entry freed). Progresses the PE once when it is not complete yet.
 template <class B, class C>
-GPUCOMM_MSG_FN bool test(const B& b, C c, const StateView& s, Request& r, Status& st, DiagOp op = DiagOp::test) {
+GPUCOMM_MSG_OUTLINE bool test(const B& b, C c, const StateView& s, Request& r, Status& st, DiagOp op = DiagOp::test) {
   if (r.id == 0 || r.id == Request::kDone) {
     st = Status{};
     r.id = 0;
@@ -130,7 +130,7 @@ GPUCOMM_MSG_FN bool test(const B& b, C c, const StateView& s, Request& r, Status
 // Waits for the request with the GPUCOMM_TIMEOUT limit; on failure records who waited for what.
 // A job that failed meanwhile ends the wait with kErrPeerFailure (then the error policy applies).
 template <class B, class C>
-GPUCOMM_MSG_FN Status wait(const B& b, C c, const StateView& s, Request& r, DiagOp op = DiagOp::wait) {
+GPUCOMM_MSG_OUTLINE Status wait(const B& b, C c, const StateView& s, Request& r, DiagOp op = DiagOp::wait) {
   Status st{};
   if (test(b, c, s, r, st, op)) return st;
   const uint64_t start = b.now_ns();
@@ -184,8 +184,8 @@ GPUCOMM_MSG_FN void unlock(const B& b, C c) {
 // `take`, removes it from the UMQ and returns its entry + 1 in *msg (mprobe). False when none is
 // there (or another group is progressing: try again).
 template <class B, class C>
-GPUCOMM_MSG_FN bool iprobe(const B& b, C c, const StateView& s, CommState& cm, int32_t src, int32_t tag, Status& st,
-                           bool take, uint32_t* msg) {
+GPUCOMM_MSG_OUTLINE bool iprobe(const B& b, C c, const StateView& s, CommState& cm, int32_t src, int32_t tag,
+                                Status& st, bool take, uint32_t* msg) {
   if (!b.bcast(c, b.leader(c) && b.try_lock())) return false;
   round(b, c, s);
   struct {
@@ -213,8 +213,8 @@ GPUCOMM_MSG_FN bool iprobe(const B& b, C c, const StateView& s, CommState& cm, i
 
 // Receives message `m` (from mprobe) into a new receive request and returns it.
 template <class B, class C>
-GPUCOMM_MSG_FN Started mrecv_start(const B& b, C c, const StateView& s, CommState& cm, uint32_t m, void* buf,
-                                   uint64_t bytes, uint64_t* event) {
+GPUCOMM_MSG_OUTLINE Started mrecv_start(const B& b, C c, const StateView& s, CommState& cm, uint32_t m, void* buf,
+                                        uint64_t bytes, uint64_t* event) {
   if (m == Message::kProcNull) return recv_start(b, c, s, RecvArgs{buf, bytes, kProcNull, kAnyTag, cm.ctx, 0, event});
   int32_t id = -1;
   if (b.leader(c)) {
@@ -247,7 +247,7 @@ GPUCOMM_MSG_FN Started mrecv_start(const B& b, C c, const StateView& s, CommStat
 // Cancels a posted receive that has not matched: it completes with kErrCancelled. A receive that
 // matched already completes normally (wait reports which).
 template <class B, class C>
-GPUCOMM_MSG_FN void cancel(const B& b, C c, const StateView& s, const Request& r) {
+GPUCOMM_MSG_OUTLINE void cancel(const B& b, C c, const StateView& s, const Request& r) {
   if (r.id == 0 || r.id >= Request::kProcNull) return;
   const uint32_t id = r.id - 1;
   if (!lock_wait(b, c)) {

@@ -218,7 +218,7 @@ GPUCOMM_MSG_FN bool take_submissions(const B& b, C c, const StateView& s) {
 
 // One progress round by the group that holds the lock.
 template <class B, class C>
-GPUCOMM_MSG_FN bool round(const B& b, C c, const StateView& s) {
+GPUCOMM_MSG_OUTLINE bool round(const B& b, C c, const StateView& s) {
   bool any = take_submissions(b, c, s);
   any = advance_active(b, c, s) || any;
   for (int32_t pe = 0; pe < s.cfg.npes; ++pe) any = drain_peer(b, c, s, pe) || any;

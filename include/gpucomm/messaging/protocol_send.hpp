@@ -112,8 +112,8 @@ GPUCOMM_MSG_FN void ring_write_payload(const B& b, C c, const StateView& s, int3
 // Writes the message's slots at tickets t.. (their credits are free). `hdr_stage` is global
 // memory for the header words when they go through the proxy (the request's hdr[]).
 template <class B, class C>
-GPUCOMM_MSG_FN void write_message(const B& b, C c, const StateView& s, uint64_t t, const wire::Header& h,
-                                  const void* payload, uint64_t* hdr_stage, int32_t pe) {
+GPUCOMM_MSG_OUTLINE void write_message(const B& b, C c, const StateView& s, uint64_t t, const wire::Header& h,
+                                       const void* payload, uint64_t* hdr_stage, int32_t pe) {
   char* sym_slot = ring_slot(s, s.cfg.rank, t);
   char* peer_slot = b.peer(sym_slot, pe);
   if ((h.kind & kWireKindMask) == kWireLL) {
@@ -215,7 +215,7 @@ struct Started {
 
 // Starts a send (any thread group of the PE, with the counters of communicator `cm`).
 template <class B, class C>
-GPUCOMM_MSG_FN Started send_start(const B& b, C c, const StateView& s, CommState& cm, const SendArgs& a) {
+GPUCOMM_MSG_OUTLINE Started send_start(const B& b, C c, const StateView& s, CommState& cm, const SendArgs& a) {
   struct Decision {
     SendPlan p;
     uint64_t t;
