@@ -80,33 +80,107 @@ Messenger& Comm::messenger() const {
   return *st().m;
 }
 
+namespace {
+
+[[noreturn]] void table_full(const Messenger::Impl& m, DiagOp op) {
+  Diag d{};
+  d.kind = DiagKind::resource;
+  d.op = op;
+  d.arg = static_cast<uint32_t>(DiagArg::request);
+  detail::raise_diag(d, m.cfg);
+}
+
+detail::Op send_op(const Comm::State& s, const void* buf, size_t bytes, int dest, int tag, uint64_t* event) {
+  detail::Op op{};
+  op.kind = detail::OpKind::send;
+  op.ctx = s.ctx;
+  op.pe = dest == kProcNull ? kProcNull : s.team.world_rank(dest);
+  op.rank = dest;
+  op.tag = tag;
+  op.src = s.team.rank();
+  op.buf = const_cast<void*>(buf);
+  op.bytes = bytes;
+  op.event = event;
+  return op;
+}
+
+detail::Op recv_op(const Comm::State& s, void* buf, size_t bytes, int source, int tag, uint64_t* event) {
+  detail::Op op{};
+  op.kind = detail::OpKind::recv;
+  op.ctx = s.ctx;
+  op.rank = source;
+  op.tag = tag;
+  op.buf = buf;
+  op.bytes = bytes;
+  op.event = event;
+  return op;
+}
+
+// GPU PEs: one operation as a kernel on the Messenger's stream (waited for when `wait`); returns
+// its result word and, when `st` is given, its status.
+uint32_t run_one(Messenger::Impl& m, detail::Op op, bool wait, Status* st, const char* name) {
+  detail::OpList l{};
+  l.n = 1;
+  l.wait = wait ? 1u : 0u;
+  l.out = m.out_dev;
+  l.ops[0] = op;
+  l.ops[0].status = m.status_dev;
+  m.out_host[0] = 0;
+  m.run(l, nullptr, true, name);
+  if (st) *st = m.status_host[0];
+  return m.out_host[0];
+}
+
+void need_device_buffer(const Messenger::Impl& m, const void* buf, size_t bytes, const char* op) {
+  if (bytes != 0 && !m.device_accessible(buf)) {
+    raise_arg(op, "buf",
+              "is not device-accessible: on GPU PEs the non-blocking and stream-ordered calls need device memory, "
+              "the heap or mapped host memory (the blocking send and recv stage host memory)");
+  }
+}
+
+}  // namespace
+
 Request Comm::isend(const void* buf, size_t bytes, int dest, int tag, const Event* event) {
   State& s = st();
   const char* op = "msg::isend";
   check_peer(op, "dest", dest, s.team.size(), false);
   check_tag(op, tag, false);
   check_buffer(op, buf, bytes);
+  Messenger::Impl& m = s.m->impl();
+  if (m.gpu) {
+    need_device_buffer(m, buf, bytes, op);
+    if (dest == kProcNull) return Request{Request::kProcNull};
+    const uint32_t id = run_one(m, send_op(s, buf, bytes, dest, tag, counter_of(event)), false, nullptr, op);
+    if (id == 0) table_full(m, DiagOp::isend);
+    return Request{id};
+  }
   if (dest == kProcNull) {
-    if (event) s.m->impl().on_host(op, [&](detail::HostBackend& b) { return b.fadd(event->counter, 1, Ord::release); });
+    if (event) m.on_host(op, [&](detail::HostBackend& b) { return b.fadd(event->counter, 1, Ord::release); });
     return Request{Request::kProcNull};
   }
-  Messenger::Impl& m = s.m->impl();
   const proto::SendArgs a{buf, bytes, s.team.world_rank(dest), dest, tag, s.ctx, s.team.rank(), 0, counter_of(event)};
   const proto::Started r = m.on_host(
       op, [&](detail::HostBackend& b) { return proto::send_start(b, coop::Thread{}, m.view, m.view.comms[s.ctx], a); });
-  if (r.error) {
-    Diag d{};
-    d.kind = DiagKind::resource;
-    d.op = DiagOp::isend;
-    d.arg = static_cast<uint32_t>(DiagArg::request);
-    detail::raise_diag(d, m.cfg);
-  }
+  if (r.error) table_full(m, DiagOp::isend);
   return Request{r.id};
 }
 
 void Comm::send(const void* buf, size_t bytes, int dest, int tag) {
+  State& s = st();
+  Messenger::Impl& m = s.m->impl();
+  if (m.gpu) {
+    const char* op = "msg::send";
+    check_peer(op, "dest", dest, s.team.size(), false);
+    check_tag(op, tag, false);
+    check_buffer(op, buf, bytes);
+    if (dest == kProcNull) return;
+    run_one(m, send_op(s, m.device_view(buf, bytes, true, op, "buf"), bytes, dest, tag, nullptr), true, nullptr, op);
+    return;
+  }
   Request r = isend(buf, bytes, dest, tag);
-  st().m->wait(r);
+  m.on_host("msg::send",
+            [&](detail::HostBackend& b) { return proto::wait(b, coop::Thread{}, m.view, r, DiagOp::send); });
 }
 
 Request Comm::irecv(void* buf, size_t bytes, int source, int tag, const Event* event) {
@@ -117,22 +191,90 @@ Request Comm::irecv(void* buf, size_t bytes, int source, int tag, const Event* e
   check_buffer(op, buf, bytes);
   check_wildcards(op, s.mode, source, tag);
   Messenger::Impl& m = s.m->impl();
+  if (m.gpu) {
+    need_device_buffer(m, buf, bytes, op);
+    if (source == kProcNull) return Request{Request::kProcNull};
+    const uint32_t id = run_one(m, recv_op(s, buf, bytes, source, tag, counter_of(event)), false, nullptr, op);
+    if (id == 0) table_full(m, DiagOp::irecv);
+    return Request{id};
+  }
   const proto::RecvArgs a{buf, bytes, source, tag, s.ctx, 0, counter_of(event)};
   const proto::Started r =
       m.on_host(op, [&](detail::HostBackend& b) { return proto::recv_start(b, coop::Thread{}, m.view, a); });
-  if (r.error) {
-    Diag d{};
-    d.kind = DiagKind::resource;
-    d.op = DiagOp::irecv;
-    d.arg = static_cast<uint32_t>(DiagArg::request);
-    detail::raise_diag(d, m.cfg);
-  }
+  if (r.error) table_full(m, DiagOp::irecv);
   return Request{r.id};
 }
 
 Status Comm::recv(void* buf, size_t bytes, int source, int tag) {
+  State& s = st();
+  Messenger::Impl& m = s.m->impl();
+  if (m.gpu) {
+    const char* op = "msg::recv";
+    check_peer(op, "source", source, s.team.size(), true);
+    check_tag(op, tag, true);
+    check_buffer(op, buf, bytes);
+    check_wildcards(op, s.mode, source, tag);
+    if (source == kProcNull) return proto::proc_null_status();
+    void* dev = m.device_view(buf, bytes, false, op, "buf");
+    Status result{};
+    run_one(m, recv_op(s, dev, bytes, source, tag, nullptr), true, &result, op);
+    m.staged_out(buf, dev, result.bytes);
+    return result;
+  }
   Request r = irecv(buf, bytes, source, tag);
-  return st().m->wait(r);
+  return m.on_host("msg::recv",
+                   [&](detail::HostBackend& b) { return proto::wait(b, coop::Thread{}, m.view, r, DiagOp::recv); });
+}
+
+void Comm::send_on_stream(const void* buf, size_t bytes, int dest, int tag, Stream stream) {
+  State& s = st();
+  const char* op = "msg::send_on_stream";
+  check_peer(op, "dest", dest, s.team.size(), false);
+  check_tag(op, tag, false);
+  check_buffer(op, buf, bytes);
+  Messenger::Impl& m = s.m->impl();
+  if (m.gpu) need_device_buffer(m, buf, bytes, op);
+  detail::Op o = send_op(s, buf, bytes, dest, tag, nullptr);
+  if (m.in_group) {
+    m.group.push_back(o);
+    return;
+  }
+  if (!m.gpu) return send(buf, bytes, dest, tag);
+  detail::OpList l{};
+  l.n = 1;
+  l.wait = 1;
+  l.ops[0] = o;
+  m.run(l, stream, false, op);
+}
+
+void Comm::recv_on_stream(void* buf, size_t bytes, int source, int tag, Stream stream, Status* status) {
+  State& s = st();
+  const char* op = "msg::recv_on_stream";
+  check_peer(op, "source", source, s.team.size(), true);
+  check_tag(op, tag, true);
+  check_buffer(op, buf, bytes);
+  check_wildcards(op, s.mode, source, tag);
+  Messenger::Impl& m = s.m->impl();
+  if (m.gpu) {
+    need_device_buffer(m, buf, bytes, op);
+    if (status) need_device_buffer(m, status, sizeof(Status), op);
+  }
+  detail::Op o = recv_op(s, buf, bytes, source, tag, nullptr);
+  o.status = status;
+  if (m.in_group) {
+    m.group.push_back(o);
+    return;
+  }
+  if (!m.gpu) {
+    const Status st = recv(buf, bytes, source, tag);
+    if (status) *status = st;
+    return;
+  }
+  detail::OpList l{};
+  l.n = 1;
+  l.wait = 1;
+  l.ops[0] = o;
+  m.run(l, stream, false, op);
 }
 
 bool Comm::improbe(int source, int tag, Message* msg, Status* status) {
@@ -149,9 +291,21 @@ bool Comm::improbe(int source, int tag, Message* msg, Status* status) {
   Messenger::Impl& m = s.m->impl();
   Status st{};
   uint32_t id = 0;
-  const bool found = m.on_host(op, [&](detail::HostBackend& b) {
-    return proto::iprobe(b, coop::Thread{}, m.view, m.view.comms[s.ctx], source, tag, st, msg != nullptr, &id);
-  });
+  bool found = false;
+  if (m.gpu) {
+    detail::Op o{};
+    o.kind = msg ? detail::OpKind::improbe : detail::OpKind::iprobe;
+    o.ctx = s.ctx;
+    o.rank = source;
+    o.tag = tag;
+    const uint32_t r = run_one(m, o, false, &st, op);
+    found = r != 0;
+    id = r;
+  } else {
+    found = m.on_host(op, [&](detail::HostBackend& b) {
+      return proto::iprobe(b, coop::Thread{}, m.view, m.view.comms[s.ctx], source, tag, st, msg != nullptr, &id);
+    });
+  }
   if (found) {
     if (status) *status = st;
     if (msg) *msg = Message{id};
@@ -203,16 +357,20 @@ Request Comm::imrecv(void* buf, size_t bytes, Message& msg, const Event* event) 
                     "is not a message taken by mprobe/improbe (or it was received already)");
   const uint32_t id = msg.id;
   msg.id = 0;
+  if (m.gpu) {
+    need_device_buffer(m, buf, bytes, op);
+    if (id == Message::kProcNull) return Request{Request::kProcNull};
+    detail::Op o = recv_op(s, buf, bytes, kAnySource, kAnyTag, counter_of(event));
+    o.kind = detail::OpKind::mrecv;
+    o.request = id;
+    const uint32_t r = run_one(m, o, false, nullptr, op);
+    if (r == 0) table_full(m, DiagOp::mrecv);
+    return Request{r};
+  }
   const proto::Started r = m.on_host(op, [&](detail::HostBackend& b) {
     return proto::mrecv_start(b, coop::Thread{}, m.view, m.view.comms[s.ctx], id, buf, bytes, counter_of(event));
   });
-  if (r.error) {
-    Diag d{};
-    d.kind = DiagKind::resource;
-    d.op = DiagOp::mrecv;
-    d.arg = static_cast<uint32_t>(DiagArg::request);
-    detail::raise_diag(d, m.cfg);
-  }
+  if (r.error) table_full(m, DiagOp::mrecv);
   return Request{r.id};
 }
 

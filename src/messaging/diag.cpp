@@ -145,9 +145,13 @@ std::string describe(const Diag& d, const Config& c) {
       std::string s = who + " on " + comm_text(d) + ": " + request_text(d) + "; " + queue_text(d, c) + peer_text(d, c) +
                       "; timed out after " + std::to_string(static_cast<double>(d.elapsed_ns) / 1e9).substr(0, 6) +
                       " s (GPUCOMM_TIMEOUT sets the limit)";
-      if (d.req_state == kReqSendPending || d.umq >= c.queue_cap)
+      if (d.req_state == kReqSendPending || d.umq >= c.queue_cap) {
         s += ". If every PE is stuck sending, the program needs more buffering than the inboxes give (an unsafe "
              "program: post receives first or use non-blocking sends)";
+      } else if (d.req_state == kReqSendWaitFin || d.req_state == kReqSendWaitCts) {
+        s += ". The receiver has not posted a matching receive: if it is blocked in a send itself, the program is "
+             "unsafe (it depends on buffering; post receives first or use non-blocking sends)";
+      }
       return s;
     }
     case DiagKind::truncated:

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "config.hpp"
+#include "gpu_ops.hpp"
 #include "gpucomm/core/cuda_check.hpp"
 #include "gpucomm/core/env.hpp"
 #include "gpucomm/core/error.hpp"
@@ -54,6 +55,10 @@ void free_local(bool gpu, void* p) {
 
 Messenger::Impl::~Impl() {
   if (diag_host) (void)cudaFreeHost(diag_host);
+  if (out_host) (void)cudaFreeHost(out_host);
+  if (status_host) (void)cudaFreeHost(status_host);
+  if (staging) (void)cudaFree(staging);
+  if (stream) (void)cudaStreamDestroy(reinterpret_cast<cudaStream_t>(stream));
   for (uint64_t* e : events) free_local(gpu, e);
   free_local(gpu, view_dev);
   free_local(gpu, local);
@@ -110,6 +115,23 @@ Messenger::Messenger(Runtime& rt, const MessengerOptions& opts) : impl_(std::mak
     check_cuda(cudaHostGetDevicePointer(reinterpret_cast<void**>(&m.view.diag), d, 0), "cudaHostGetDevicePointer",
                "messaging failure record");
     m.view_dev = static_cast<StateView*>(alloc_local(true, sizeof(StateView), "messaging state view"));
+    // Host-called operations: a stream of their own, results in host-mapped memory, the kernel
+    // loaded now (not lazily while another kernel waits for messaging).
+    cudaStream_t st = nullptr;
+    check_cuda(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", "messaging stream");
+    m.stream = reinterpret_cast<Stream>(st);
+    void* o = nullptr;
+    check_cuda(cudaHostAlloc(&o, sizeof(uint32_t) * detail::kMaxLaunchOps, cudaHostAllocMapped), "cudaHostAlloc",
+               "messaging results");
+    m.out_host = static_cast<uint32_t*>(o);
+    check_cuda(cudaHostGetDevicePointer(reinterpret_cast<void**>(&m.out_dev), o, 0), "cudaHostGetDevicePointer",
+               "messaging results");
+    check_cuda(cudaHostAlloc(&o, sizeof(Status) * detail::kMaxLaunchOps, cudaHostAllocMapped), "cudaHostAlloc",
+               "messaging statuses");
+    m.status_host = static_cast<Status*>(o);
+    check_cuda(cudaHostGetDevicePointer(reinterpret_cast<void**>(&m.status_dev), o, 0), "cudaHostGetDevicePointer",
+               "messaging statuses");
+    check_cuda(detail::preload_ops(), "Messenger", "loading the messaging kernel");
     m.copy_to_state(m.view_dev, &m.view, sizeof(StateView));
   } else {
     const TransportInfo ti = rt.transport_info();
@@ -236,17 +258,60 @@ Comm::State::~State() {
 
 // ---- completion ----
 
+namespace {
+// A list of one operation on a request (GPU PEs).
+detail::OpList request_op(detail::OpKind kind, const Request& r, Status* status, uint32_t* out, bool wait) {
+  detail::OpList l{};
+  l.n = 1;
+  l.wait = wait ? 1u : 0u;
+  l.out = out;
+  l.ops[0].kind = kind;
+  l.ops[0].request = r.id;
+  l.ops[0].status = status;
+  return l;
+}
+}  // namespace
+
 bool Messenger::test(Request& r, Status* status) {
+  Impl& m = *impl_;
   Status st{};
-  const bool done = impl_->on_host(
-      "msg::test", [&](detail::HostBackend& b) { return proto::test(b, coop::Thread{}, impl_->view, r, st); });
+  bool done = false;
+  if (m.gpu) {
+    if (r.null() || r.id >= Request::kProcNull) {
+      done = true;
+      st = r.id == Request::kProcNull ? proto::proc_null_status() : Status{};
+      r.id = 0;
+    } else {
+      detail::OpList l = request_op(detail::OpKind::test, r, m.status_dev, m.out_dev, false);
+      m.run(l, nullptr, true, "msg::test");
+      done = m.out_host[0] != 0;
+      if (done) {
+        st = m.status_host[0];
+        r.id = 0;
+      }
+    }
+  } else {
+    done =
+        m.on_host("msg::test", [&](detail::HostBackend& b) { return proto::test(b, coop::Thread{}, m.view, r, st); });
+  }
   if (done && status) *status = st;
   return done;
 }
 
 Status Messenger::wait(Request& r) {
-  return impl_->on_host("msg::wait",
-                        [&](detail::HostBackend& b) { return proto::wait(b, coop::Thread{}, impl_->view, r); });
+  Impl& m = *impl_;
+  if (m.gpu) {
+    if (r.null() || r.id >= Request::kProcNull) {
+      const Status st = r.id == Request::kProcNull ? proto::proc_null_status() : Status{};
+      r.id = 0;
+      return st;
+    }
+    detail::OpList l = request_op(detail::OpKind::wait, r, m.status_dev, nullptr, true);
+    m.run(l, nullptr, true, "msg::wait");
+    r.id = 0;
+    return m.status_host[0];
+  }
+  return m.on_host("msg::wait", [&](detail::HostBackend& b) { return proto::wait(b, coop::Thread{}, m.view, r); });
 }
 
 void Messenger::waitall(std::span<Request> rs, std::span<Status> statuses) {
@@ -299,13 +364,53 @@ int Messenger::waitany(std::span<Request> rs, Status* status) {
 }
 
 void Messenger::cancel(const Request& r) {
-  impl_->on_host("msg::cancel",
-                 [&](detail::HostBackend& b) { return proto::cancel(b, coop::Thread{}, impl_->view, r); });
+  Impl& m = *impl_;
+  if (m.gpu) {
+    if (r.null() || r.id >= Request::kProcNull) return;
+    detail::OpList l = request_op(detail::OpKind::cancel, r, nullptr, nullptr, false);
+    m.run(l, nullptr, true, "msg::cancel");
+    return;
+  }
+  m.on_host("msg::cancel", [&](detail::HostBackend& b) { return proto::cancel(b, coop::Thread{}, m.view, r); });
 }
 
 void Messenger::progress() {
-  impl_->on_host("msg::progress",
-                 [&](detail::HostBackend& b) { return proto::progress(b, coop::Thread{}, impl_->view); });
+  Impl& m = *impl_;
+  if (m.gpu) {
+    detail::OpList l = request_op(detail::OpKind::progress, Request{}, nullptr, nullptr, false);
+    m.run(l, nullptr, true, "msg::progress");
+    return;
+  }
+  m.on_host("msg::progress", [&](detail::HostBackend& b) { return proto::progress(b, coop::Thread{}, m.view); });
+}
+
+// ---- groups ----
+
+void Messenger::group_start() {
+  Impl& m = *impl_;
+  if (m.in_group) raise(Errc::invalid_argument, "msg::group_start", "a group is open already (groups do not nest)");
+  m.in_group = true;
+  m.group.clear();
+}
+
+void Messenger::group_end(Stream stream) {
+  Impl& m = *impl_;
+  if (!m.in_group) raise(Errc::invalid_argument, "msg::group_end", "no group is open (call group_start first)");
+  m.in_group = false;
+  std::vector<detail::Op> ops;
+  ops.swap(m.group);
+  if (ops.empty()) return;
+  if (ops.size() > static_cast<size_t>(detail::kMaxLaunchOps)) {
+    raise_arg("msg::group_end", "group",
+              "holds " + std::to_string(ops.size()) + " operations; a group takes at most " +
+                  std::to_string(detail::kMaxLaunchOps));
+  }
+  detail::OpList l{};
+  l.n = static_cast<int32_t>(ops.size());
+  l.wait = 1;
+  for (size_t i = 0; i < ops.size(); ++i) l.ops[i] = ops[i];
+  // Host-memory PEs run the group now; GPU PEs enqueue one kernel on the stream.
+  m.run(l, stream, !m.gpu, "msg::group_end");
 }
 
 // ---- events ----

@@ -10,6 +10,7 @@
 
 #include "gpucomm/messaging/messenger.hpp"
 #include "host_backend.hpp"
+#include "op_list.hpp"
 
 namespace gpucomm::msg {
 
@@ -31,6 +32,18 @@ struct Messenger::Impl {
   uint64_t ctx_used = 0;                      // context ids held by live communicators
   std::map<std::string, uint64_t> comm_seq;   // communicators created per member list
   std::vector<uint64_t*> events;              // counters handed out by make_event
+  // GPU PEs: host-called operations run as a kernel on `stream`; results come back through
+  // host-mapped memory; host-memory user buffers of blocking calls go through `staging`.
+  Stream stream = nullptr;
+  uint32_t* out_host = nullptr;
+  uint32_t* out_dev = nullptr;
+  Status* status_host = nullptr;
+  Status* status_dev = nullptr;
+  void* staging = nullptr;
+  size_t staging_bytes = 0;
+  // The open group (group_start .. group_end).
+  bool in_group = false;
+  std::vector<detail::Op> group;
 
   explicit Impl(Runtime& r) : rt(r) {}
   ~Impl();
@@ -48,6 +61,15 @@ struct Messenger::Impl {
     }
   }
   [[noreturn]] void need_host(const char* op) const;
+
+  // Runs an operation list: host-memory PEs with the host backend, GPU PEs as a kernel on
+  // `stream` (the Messenger's own when null); `sync` waits for it and raises a kernel's failure.
+  void run(detail::OpList& list, Stream on, bool sync, const char* op);
+  // GPU PEs: a device-accessible address for `n` bytes of `buf` (host memory is staged: copied in
+  // when `in`), and the copy back out after a receive.
+  void* device_view(const void* buf, size_t n, bool in, const char* op, const char* arg);
+  void staged_out(void* buf, const void* dev, size_t n) const;
+  bool device_accessible(const void* p) const;
 
   // Local memory of the state (host or device).
   void copy_to_state(void* dst, const void* src, size_t n) const;

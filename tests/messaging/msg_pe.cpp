@@ -62,9 +62,10 @@ int main(int argc, char** argv) {
     setenv("GPUCOMM_HOSTNAME", ("node" + std::string(r ? r : "0")).c_str(), 1);
   }
   const std::map<std::string, void (*)(Runtime&, const msgtest::Options&)> scenarios = {
-      {"exchange", msgtest::scenario_exchange},
-      {"order", msgtest::scenario_order},
-      {"random", msgtest::scenario_random},
+      {"exchange", msgtest::scenario_exchange}, {"order", msgtest::scenario_order},
+      {"random", msgtest::scenario_random},     {"stress", msgtest::scenario_stress},
+      {"unsafe", msgtest::scenario_unsafe},     {"bad-input", msgtest::scenario_bad_input},
+      {"api", msgtest::scenario_api},
   };
   const auto it = scenarios.find(argv[1]);
   if (it == scenarios.end()) {

@@ -104,8 +104,10 @@ class DeviceBackend {
     coop::sync(c);
   }
   __device__ void publish_local(coop::Thread) const {}
+  // Copies, puts and gets stay out of line: one copy loop per cooperation level instead of one per
+  // call site (the protocol copies in many places).
   template <class C>
-  __device__ void copy(C c, void* dst, const void* src, size_t n) const {
+  __device__ __noinline__ void copy(C c, void* dst, const void* src, size_t n) const {
     if (n) gpucomm::detail::copy(c, dst, src, n);
   }
 
@@ -136,14 +138,14 @@ class DeviceBackend {
     return device::ptr(h_, static_cast<char*>(const_cast<void*>(sym)), pe);
   }
   template <class C>
-  __device__ void put(C c, void* sym_dst, const void* src, size_t n, int32_t pe) const {
+  __device__ __noinline__ void put(C c, void* sym_dst, const void* src, size_t n, int32_t pe) const {
     if (n) device::put(c, h_, sym_dst, src, n, pe);
   }
   template <class C>
-  __device__ void get(C c, void* dst, const void* sym_src, size_t n, int32_t pe) const {
+  __device__ __noinline__ void get(C c, void* dst, const void* sym_src, size_t n, int32_t pe) const {
     if (n) device::get(c, h_, dst, sym_src, n, pe);
   }
-  __device__ void signal_set(uint64_t* sym, uint64_t v, int32_t pe) const {
+  __device__ __noinline__ void signal_set(uint64_t* sym, uint64_t v, int32_t pe) const {
     device::signal(h_, sym, v, SignalOp::set, pe);
   }
   __device__ bool in_heap(const void* p, size_t n) const { return gpucomm::detail::in_heap(h_, p, n); }

@@ -67,6 +67,13 @@ class Comm {
   // given, counts the request's completion.
   Request isend(const void* buf, size_t bytes, int dest, int tag, const Event* event = nullptr);
   Request irecv(void* buf, size_t bytes, int source = kAnySource, int tag = kAnyTag, const Event* event = nullptr);
+  // Stream-ordered (GPU PEs): a kernel on `stream` sends (receives) and waits for completion,
+  // never synchronizing with the host, so CUDA graphs can capture it. Buffers and `status` must be
+  // device-accessible (device memory, the heap, mapped host memory); the status of the receive is
+  // written there. Inside a group they are deferred to Messenger::group_end. Host-memory PEs run
+  // them at once (the stream is ignored; `status` is host memory).
+  void send_on_stream(const void* buf, size_t bytes, int dest, int tag, Stream stream);
+  void recv_on_stream(void* buf, size_t bytes, int source, int tag, Stream stream, Status* status = nullptr);
   // Probes look at the unexpected messages as they stand, without receiving.
   bool iprobe(int source, int tag, Status* status = nullptr);
   Status probe(int source, int tag);
@@ -122,6 +129,14 @@ class Messenger {
   void cancel(const Request& r);
   // One progress round (test and wait progress by themselves).
   void progress();
+
+  // Groups: Comm::send_on_stream / recv_on_stream between group_start and group_end are started
+  // together and then waited for together (at most 64), so two PEs that each send before they
+  // receive do not deadlock. GPU PEs: group_end enqueues one kernel on `stream` (CUDA graphs can
+  // capture it); host-memory PEs run the group in group_end. Groups do not nest; one thread at a
+  // time.
+  void group_start();
+  void group_end(Stream stream = nullptr);
 
   // Events: completion counters (docs/MESSAGING.md, "Events").
   Event make_event();
