@@ -11,76 +11,19 @@
 #include "gpucomm/gpucomm.hpp"
 #include "gpucomm/messaging/messaging_device.cuh"
 #include "gpucomm/messaging/messenger.hpp"
+#include "msg_gpu_checks.cuh"
 #include "test_support.hpp"
 
 namespace {
 
 using namespace gpucomm;
+using namespace msg_checks;
 
 #define CUDA_OK(x)                                                      \
   do {                                                                  \
     cudaError_t e_ = (x);                                               \
     ASSERT_EQ(e_, cudaSuccess) << #x << ": " << cudaGetErrorString(e_); \
   } while (0)
-
-// What the kernels report: a failure count and the first failure.
-struct Report {
-  unsigned long long failures;
-  int line, a, b;
-  unsigned long long x, y;
-};
-
-__device__ void report(Report* r, int line, int a, int b, unsigned long long x, unsigned long long y) {
-  if (atomicAdd(&r->failures, 1ull) == 0) {
-    r->line = line;
-    r->a = a;
-    r->b = b;
-    r->x = x;
-    r->y = y;
-  }
-}
-#define DCHECK(rep, cond, a, b, x, y)                       \
-  do {                                                      \
-    if (!(cond)) report(rep, __LINE__, (a), (b), (x), (y)); \
-  } while (0)
-
-__device__ uint8_t pat(uint32_t key, uint64_t i) {
-  uint64_t x = (key + i) * 0x9e3779b97f4a7c15ull;
-  x ^= x >> 29;
-  return static_cast<uint8_t>(x ^ (x >> 17) ^ i);
-}
-
-// Which threads of a block act for a cooperation level: thread 0, warp 0, or all.
-__device__ bool acts(coop::Thread) {
-  return threadIdx.x == 0;
-}
-__device__ bool acts(coop::Warp) {
-  return threadIdx.x < 32;
-}
-__device__ bool acts(coop::Block) {
-  return true;
-}
-
-template <class C>
-__device__ void fill(C c, char* b, size_t n, uint32_t key) {
-  for (size_t i = coop::thread_rank(c); i < n; i += coop::size(c)) b[i] = static_cast<char>(pat(key, i));
-  coop::sync(c);
-}
-// Counts the group's wrong bytes (the first one reported).
-template <class C>
-__device__ void check_bytes(C c, Report* rep, const char* b, size_t n, uint32_t key, int tag) {
-  for (size_t i = coop::thread_rank(c); i < n; i += coop::size(c)) {
-    const uint8_t want = pat(key, i);
-    DCHECK(rep, static_cast<uint8_t>(b[i]) == want, tag, 0, i, want);
-  }
-  coop::sync(c);
-}
-
-// Sizes across every protocol threshold (defaults: LL <= 20, inline <= 24, one slot <= 192,
-// chunked eager <= 2048, rendezvous over several 256 KiB chunks).
-constexpr int kSizes = 13;
-__constant__ size_t c_sizes[kSizes] = {0, 1, 8, 20, 21, 24, 25, 192, 193, 2048, 2049, 70000, 600000};
-constexpr size_t kMaxBytes = 600000;
 
 struct PairArgs {
   msg::CommHandle comm;
@@ -327,6 +270,71 @@ TEST_F(MsgGpu, ProbesCancelProcNullEvents) {
     EXPECT_EQ(m.event_value(ev), 3u);
   }
   (void)cudaFree(rep);
+}
+
+__global__ void fill_kernel(char* b, size_t n, uint32_t key) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    b[i] = static_cast<char>(pat(key, i));
+}
+__global__ void check_kernel(const char* b, size_t n, uint32_t key, const msg::Status* st, Report* rep) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    DCHECK(rep, static_cast<uint8_t>(b[i]) == pat(key, i), 0, 0, i, pat(key, i));
+  if (blockIdx.x == 0 && threadIdx.x == 0) DCHECK(rep, st->bytes == n && st->error == 0, 1, st->error, st->bytes, n);
+}
+
+// The stream-ordered calls inside a CUDA graph: a group (send and receive of a rendezvous-sized
+// message to itself in one kernel) and, for an eager size, the two calls on their own.
+TEST_F(MsgGpu, GraphCaptureOfStreamOrderedCalls) {
+  Runtime rt;
+  msg::Messenger m(rt);
+  msg::Comm w = m.world();
+  cudaStream_t s = nullptr;
+  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const size_t big = 300000, small = 100;
+  char *src = nullptr, *dst = nullptr;
+  msg::Status* st = nullptr;
+  Report* rep = nullptr;
+  CUDA_OK(cudaMalloc(&src, big));
+  CUDA_OK(cudaMalloc(&dst, big));
+  CUDA_OK(cudaMalloc(&st, 2 * sizeof(msg::Status)));
+  CUDA_OK(cudaMalloc(&rep, sizeof(Report)));
+  CUDA_OK(cudaMemset(rep, 0, sizeof(Report)));
+  cudaGraph_t g = nullptr;
+  CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  CUDA_OK(cudaMemsetAsync(dst, 0, big, s));
+  fill_kernel<<<16, 256, 0, s>>>(src, big, 77);
+  m.group_start();
+  w.send_on_stream(src, big, 0, 1, reinterpret_cast<Stream>(s));
+  w.recv_on_stream(dst, big, 0, 1, reinterpret_cast<Stream>(s), st);
+  m.group_end(reinterpret_cast<Stream>(s));
+  check_kernel<<<16, 256, 0, s>>>(dst, big, 77, st, rep);
+  w.send_on_stream(src, small, 0, 2, reinterpret_cast<Stream>(s));  // eager: the send kernel ends at once
+  w.recv_on_stream(dst, small, 0, 2, reinterpret_cast<Stream>(s), st + 1);
+  check_kernel<<<1, 128, 0, s>>>(dst, small, 77, st + 1, rep);
+  CUDA_OK(cudaStreamEndCapture(s, &g));
+  cudaGraphExec_t exec = nullptr;
+  CUDA_OK(cudaGraphInstantiate(&exec, g, 0));
+  for (int i = 0; i < 5; ++i) CUDA_OK(cudaGraphLaunch(exec, s));
+  const cudaError_t e = cudaStreamSynchronize(s);
+  if (e != cudaSuccess) {
+    try {
+      m.check_device();
+    } catch (const Error& err) {
+      FAIL() << err.what();
+    }
+    FAIL() << cudaGetErrorString(e);
+  }
+  Report h{};
+  CUDA_OK(cudaMemcpy(&h, rep, sizeof h, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(h.failures, 0u) << "line " << h.line << " a=" << h.a << " b=" << h.b << " x=" << h.x << " y=" << h.y;
+  EXPECT_EQ(w.counters().received, 10u);
+  (void)cudaGraphExecDestroy(exec);
+  (void)cudaGraphDestroy(g);
+  (void)cudaFree(rep);
+  (void)cudaFree(st);
+  (void)cudaFree(dst);
+  (void)cudaFree(src);
+  (void)cudaStreamDestroy(s);
 }
 
 // The tests below trap on purpose (the CUDA context is unusable after it); CTest runs each test

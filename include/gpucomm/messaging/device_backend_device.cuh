@@ -7,8 +7,10 @@
 // the warp engines of gpucomm/matching for a warp or a block (warp 0), on the communicator's
 // queues, with their scratch in the state's Control block (only the progress lock holder
 // matches, so one scratch suffices and no shared memory is needed).
+#if !defined(GPUCOMM_SIMT_EMULATION)
 #include <cuda/atomic>
-#include <cuda/std/type_traits>
+#endif
+#include <type_traits>
 
 #include "gpucomm/base/coop.cuh"
 #include "gpucomm/base/handle_device.cuh"
@@ -57,7 +59,7 @@ __device__ inline T bcast_value(coop::Warp, const T& v) {
 }
 template <class T>
 __device__ inline T bcast_value(coop::Block b, const T& v) {
-  __shared__ alignas(16) unsigned char slot[sizeof(T)];
+  alignas(16) __shared__ unsigned char slot[sizeof(T)];
   if (coop::thread_rank(b) == 0) memcpy(slot, &v, sizeof(T));
   __syncthreads();
   T out;
@@ -208,7 +210,7 @@ class DeviceBackend {
     MatchScratch& m = s_.ctl->match;
     auto& warp_shared = reinterpret_cast<matching::WarpMatchShared&>(m.taken);
     // A warp-level caller's own warp runs the engine; warp 0 for a block.
-    if (cuda::std::is_same_v<C, coop::Warp> || coop::warp_id() == 0) {
+    if (std::is_same_v<C, coop::Warp> || coop::warp_id() == 0) {
       if (coop::lane_id() == 0) {
         m.probe = e;
         m.n_matches = 0;

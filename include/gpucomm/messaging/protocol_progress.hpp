@@ -56,11 +56,13 @@ GPUCOMM_MSG_FN bool advance_staged_send(const B& b, C c, const StateView& s, uin
 template <class B, class C>
 GPUCOMM_MSG_FN bool advance_send(const B& b, C c, const StateView& s, uint32_t id) {
   Req& q = s.reqs[id];
-  uint32_t state = q.state;
+  // The leader's view of the state: it changes the state below, possibly before another thread
+  // of the group read it (and a group must take the same branch to reach the same collectives).
+  uint32_t state = b.bcast(c, q.state);
   if (state == kReqSendPending) {
     if (!b.bcast(c, b.leader(c) && slots_free(b, s, q.pe, q.ticket, q.nslots))) return false;
     if (send_write(b, c, s, id)) return true;
-    state = q.state;
+    state = b.bcast(c, q.state);
   }
   if (state == kReqSendWaitFin) {
     bool fin = false;
