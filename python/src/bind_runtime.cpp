@@ -1,5 +1,6 @@
-// gpucomm.Runtime for Python: identity, barriers, symmetric arrays (DLPack, device type CUDA on
-// GPU PEs and CPU on host-memory PEs) and host-side put/get on them.
+// gpucomm.Runtime for Python: identity, barriers and symmetric arrays (DLPack, device type CUDA on
+// GPU PEs and CPU on host-memory PEs). The one-sided calls on them (put/get included) are added by
+// bind_rma.cpp, bind_stream_ops.cpp and bind_teams.cpp.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
@@ -113,6 +114,11 @@ class PyRuntime {
 
 }  // namespace
 
+// The Runtime of a gpucomm.Runtime object, for the methods other files add (py_runtime.hpp).
+gpucomm::Runtime& py_runtime(nb::handle self) {
+  return nb::cast<PyRuntime&>(self).rt();
+}
+
 void bind_runtime(nb::module_& m) {
   nb::class_<PyRuntime>(m, "Runtime",
                         "A gpucomm PE (collective: every process of the job creates one). Use as a context manager; "
@@ -159,22 +165,6 @@ void bind_runtime(nb::module_& m) {
       .def(
           "free", [](PyRuntime& s, const AnyArray& a) { s.rt().free(s.sym_address(a, "the array")); }, nb::arg("array"),
           "Collective: returns a symmetric array's memory.")
-      .def(
-          "put",
-          [](PyRuntime& s, const AnyArray& dst, const AnyArray& src, int pe) {
-            if (nbytes(dst) != nbytes(src)) throw nb::value_error("gpucomm: put: dst and src differ in size");
-            s.rt().put(s.sym_address(dst, "put: dst"), src.data(), nbytes(src), pe);
-          },
-          nb::arg("dst"), nb::arg("src"), nb::arg("pe"),
-          "Copies src (host or device memory) into PE pe's copy of the symmetric array dst.")
-      .def(
-          "get",
-          [](PyRuntime& s, const AnyArray& dst, const AnyArray& src, int pe) {
-            if (nbytes(dst) != nbytes(src)) throw nb::value_error("gpucomm: get: dst and src differ in size");
-            s.rt().get(dst.data(), s.sym_address(src, "get: src"), nbytes(src), pe);
-          },
-          nb::arg("dst"), nb::arg("src"), nb::arg("pe"),
-          "Copies PE pe's copy of the symmetric array src into dst (host or device memory).")
       .def(
           "peer_address",
           [](PyRuntime& s, const AnyArray& a, int pe) {

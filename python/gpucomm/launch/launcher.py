@@ -4,7 +4,7 @@ It starts N PEs of one program on this host, hands each its rank and the job's u
 inherits the store's listening socket, so the port cannot be taken in between), assigns GPUs
 round robin, optionally prefixes output lines with the rank, forwards SIGINT/SIGTERM, and, when
 one PE fails, gives the others a grace period to notice and exit on their own before stopping
-them: no orphaned process, no hang.
+them: no orphaned process, no hang. The PEs' output is passed on line by line (launch/output.py).
 """
 from __future__ import annotations
 
@@ -19,18 +19,21 @@ import sys
 import threading
 import time
 
+from . import output
+
 
 @dataclasses.dataclass
 class LaunchOptions:
     nprocs: int
     command: list[str]
-    tag_output: bool = False
+    tag_output: bool = False      # prefix lines with [rank] (output mode "tagged")
     gpus: str = "auto"            # "auto", "none", or a comma list of device indices
     kill_grace: float = 5.0       # seconds the other PEs get to exit after one failed
     timeout: float = 0.0          # whole-job limit in seconds, 0 = none
     bind: str = "127.0.0.1"
     extra_env: dict[str, str] = dataclasses.field(default_factory=dict)
     verbose: bool = False
+    output: str = "lines"         # "lines", "tagged" or "raw" (launch/output.py)
 
 
 def _log(msg: str) -> None:
@@ -58,15 +61,6 @@ def _device_list(spec: str) -> list[int]:
         raise ValueError(f"--gpus: '{spec}' is not auto, none or a comma-separated list of GPU indices") from None
 
 
-def _pump(stream, rank: int, out, lock: threading.Lock) -> None:
-    prefix = f"[{rank}] ".encode()
-    for line in iter(stream.readline, b""):
-        with lock:
-            out.buffer.write(prefix + line if line.endswith(b"\n") else prefix + line + b"\n")
-            out.flush()
-    stream.close()
-
-
 def _describe_status(code: int) -> str:
     if code < 0:
         try:
@@ -92,9 +86,9 @@ def launch(opts: LaunchOptions) -> int:
         mode = f"GPUs {devices}" if devices else "host-memory PEs (no GPU assigned)"
         _log(f"{opts.nprocs} PEs, store at {host_text}:{port}, {mode}")
 
+    mode = "tagged" if opts.tag_output else opts.output
     procs: list[subprocess.Popen] = []
-    pumps: list[threading.Thread] = []
-    lock = threading.Lock()
+    streams: list[output.PeStreams] = []
     try:
         for rank in range(opts.nprocs):
             env = dict(os.environ)
@@ -109,28 +103,27 @@ def launch(opts: LaunchOptions) -> int:
             if rank == 0:
                 env["GPUCOMM_BOOTSTRAP_LISTEN_FD"] = str(listener.fileno())
                 pass_fds = (listener.fileno(),)
-            pipe = subprocess.PIPE if opts.tag_output else None
+            streams.append(output.pe_streams(mode, rank))
             try:
-                p = subprocess.Popen(opts.command, env=env, pass_fds=pass_fds, stdout=pipe, stderr=pipe,
-                                     start_new_session=True, preexec_fn=_die_with_parent)
+                p = subprocess.Popen(opts.command, env=env, pass_fds=pass_fds, stdout=streams[-1].stdout,
+                                     stderr=streams[-1].stderr, start_new_session=True, preexec_fn=_die_with_parent)
             except FileNotFoundError:
                 raise FileNotFoundError(f"program not found: {opts.command[0]}") from None
             except PermissionError:
                 raise PermissionError(f"program is not executable: {opts.command[0]}") from None
+            finally:
+                streams[-1].started()
             procs.append(p)
     except BaseException:
         for p in procs:
             _signal_group(p, signal.SIGKILL)
+        for s in streams:
+            s.close()
         raise
     finally:
         listener.close()  # rank 0 holds its own copy
 
-    if opts.tag_output:
-        for rank, p in enumerate(procs):
-            for stream, out in ((p.stdout, sys.stdout), (p.stderr, sys.stderr)):
-                t = threading.Thread(target=_pump, args=(stream, rank, out, lock), daemon=True)
-                t.start()
-                pumps.append(t)
+    pumps = output.start_pump(procs, streams, mode)
     return _supervise(procs, pumps, opts)
 
 
