@@ -47,6 +47,19 @@ void check_wildcards(const char* op, Mode mode, int source, int tag) {
   }
 }
 
+// The arguments of a send (`dest`) and of a receive (`source`, wildcards as the mode allows).
+void check_send_args(const char* op, int size, int dest, int tag, const void* buf, size_t bytes) {
+  check_peer(op, "dest", dest, size, false);
+  check_tag(op, tag, false);
+  check_buffer(op, buf, bytes);
+}
+void check_recv_args(const char* op, int size, Mode mode, int source, int tag, const void* buf, size_t bytes) {
+  check_peer(op, "source", source, size, true);
+  check_tag(op, tag, true);
+  check_buffer(op, buf, bytes);
+  check_wildcards(op, mode, source, tag);
+}
+
 uint64_t* counter_of(const Event* e) {
   return e ? e->counter : nullptr;
 }
@@ -144,9 +157,7 @@ void need_device_buffer(const Messenger::Impl& m, const void* buf, size_t bytes,
 Request Comm::isend(const void* buf, size_t bytes, int dest, int tag, const Event* event) {
   State& s = st();
   const char* op = "msg::isend";
-  check_peer(op, "dest", dest, s.team.size(), false);
-  check_tag(op, tag, false);
-  check_buffer(op, buf, bytes);
+  check_send_args(op, s.team.size(), dest, tag, buf, bytes);
   Messenger::Impl& m = s.m->impl();
   if (m.gpu) {
     need_device_buffer(m, buf, bytes, op);
@@ -171,9 +182,7 @@ void Comm::send(const void* buf, size_t bytes, int dest, int tag) {
   Messenger::Impl& m = s.m->impl();
   if (m.gpu) {
     const char* op = "msg::send";
-    check_peer(op, "dest", dest, s.team.size(), false);
-    check_tag(op, tag, false);
-    check_buffer(op, buf, bytes);
+    check_send_args(op, s.team.size(), dest, tag, buf, bytes);
     if (dest == kProcNull) return;
     run_one(m, send_op(s, m.device_view(buf, bytes, true, op, "buf"), bytes, dest, tag, nullptr), true, nullptr, op);
     return;
@@ -186,10 +195,7 @@ void Comm::send(const void* buf, size_t bytes, int dest, int tag) {
 Request Comm::irecv(void* buf, size_t bytes, int source, int tag, const Event* event) {
   State& s = st();
   const char* op = "msg::irecv";
-  check_peer(op, "source", source, s.team.size(), true);
-  check_tag(op, tag, true);
-  check_buffer(op, buf, bytes);
-  check_wildcards(op, s.mode, source, tag);
+  check_recv_args(op, s.team.size(), s.mode, source, tag, buf, bytes);
   Messenger::Impl& m = s.m->impl();
   if (m.gpu) {
     need_device_buffer(m, buf, bytes, op);
@@ -210,10 +216,7 @@ Status Comm::recv(void* buf, size_t bytes, int source, int tag) {
   Messenger::Impl& m = s.m->impl();
   if (m.gpu) {
     const char* op = "msg::recv";
-    check_peer(op, "source", source, s.team.size(), true);
-    check_tag(op, tag, true);
-    check_buffer(op, buf, bytes);
-    check_wildcards(op, s.mode, source, tag);
+    check_recv_args(op, s.team.size(), s.mode, source, tag, buf, bytes);
     if (source == kProcNull) return proto::proc_null_status();
     void* dev = m.device_view(buf, bytes, false, op, "buf");
     Status result{};
@@ -229,9 +232,7 @@ Status Comm::recv(void* buf, size_t bytes, int source, int tag) {
 void Comm::send_on_stream(const void* buf, size_t bytes, int dest, int tag, Stream stream) {
   State& s = st();
   const char* op = "msg::send_on_stream";
-  check_peer(op, "dest", dest, s.team.size(), false);
-  check_tag(op, tag, false);
-  check_buffer(op, buf, bytes);
+  check_send_args(op, s.team.size(), dest, tag, buf, bytes);
   Messenger::Impl& m = s.m->impl();
   if (m.gpu) need_device_buffer(m, buf, bytes, op);
   detail::Op o = send_op(s, buf, bytes, dest, tag, nullptr);
@@ -250,10 +251,7 @@ void Comm::send_on_stream(const void* buf, size_t bytes, int dest, int tag, Stre
 void Comm::recv_on_stream(void* buf, size_t bytes, int source, int tag, Stream stream, Status* status) {
   State& s = st();
   const char* op = "msg::recv_on_stream";
-  check_peer(op, "source", source, s.team.size(), true);
-  check_tag(op, tag, true);
-  check_buffer(op, buf, bytes);
-  check_wildcards(op, s.mode, source, tag);
+  check_recv_args(op, s.team.size(), s.mode, source, tag, buf, bytes);
   Messenger::Impl& m = s.m->impl();
   if (m.gpu) {
     need_device_buffer(m, buf, bytes, op);

@@ -19,6 +19,19 @@ struct alignas(16) int4 {
 inline bool __isGlobal(const void*) {
   return true;
 }
+// The proxy's warp-aggregated posts (compiled in, never reached: one PE with no proxy) use 64-bit
+// shuffles and matches and __activemask; the emulator's collectives are 32-bit.
+inline uint64_t __shfl_sync(uint32_t mask, uint64_t v, int src) {
+  const auto lo = __shfl_sync(mask, static_cast<uint32_t>(v), src);
+  const auto hi = __shfl_sync(mask, static_cast<uint32_t>(v >> 32), src);
+  return (static_cast<uint64_t>(hi) << 32) | lo;
+}
+inline uint32_t __match_any_sync(uint32_t mask, uint64_t v) {
+  return __match_any_sync(mask, static_cast<uint32_t>(v)) & __match_any_sync(mask, static_cast<uint32_t>(v >> 32));
+}
+inline uint32_t __activemask() {
+  return 0xffffffffu;  // lanes of an emulated warp do not diverge in the code paths these tests run
+}
 // A trap ends the test program with the messaging record (the GPU would end the kernel).
 namespace emul {
 inline const void* g_diag = nullptr;  // the current fixture's msg::Diag
