@@ -39,9 +39,10 @@ struct PyMessenger {
 
   // The Messenger; raises when it or its Runtime was closed (call with the GIL held).
   msg::Messenger& get(const char* call) const {
-    if (!m || !runtime_open())
+    if (!m || !runtime_open()) {
       throw nb::value_error(
           (std::string("gpucomm: Messenger.") + call + ": the Messenger or its Runtime was closed").c_str());
+    }
     return *m;
   }
   bool runtime_open() const { return !nb::cast<bool>(rt.attr("closed")); }
@@ -60,7 +61,8 @@ struct PyMessenger {
       nb::gil_scoped_release unlocked;
       m.reset();
     } else {
-      (void)m.release();  // its Runtime is gone: nothing left to tear down collectively
+      // Its Runtime is gone: nothing is left to tear down collectively, so the Messenger is left behind.
+      [[maybe_unused]] msg::Messenger* left_behind = m.release();
     }
   }
   ~PyMessenger() {
@@ -178,8 +180,8 @@ void bind_values(nb::module_& m) {
       .def("__repr__", &status_repr);
   nb::class_<PyRequest>(m, "Request", "A send or receive in flight; Messenger.wait/test complete it.")
       .def_prop_ro("null", &PyRequest::null, "True once completed (or never started).");
-  nb::class_<PyMessage>(m, "Message", "A message taken off the unexpected queue by mprobe/improbe (for mrecv).");
-  nb::class_<msg::Event>(m, "Event", "A completion counter (Messenger.make_event).");
+  (void)nb::class_<PyMessage>(m, "Message", "A message taken off the unexpected queue by mprobe/improbe (for mrecv).");
+  (void)nb::class_<msg::Event>(m, "Event", "A completion counter (Messenger.make_event).");
 }
 
 void bind_comm(nb::module_& m) {
@@ -361,7 +363,7 @@ void bind_messenger(nb::module_& m) {
           "Waits for the request; returns its Status.")
       .def(
           "waitall",
-          [](PyMessenger& self, std::vector<PyRequest*> rs) {
+          [](PyMessenger& self, const std::vector<PyRequest*>& rs) {
             std::vector<msg::Status> out;
             out.reserve(rs.size());
             for (PyRequest* r : rs) out.push_back(wait_request(self.get("waitall"), *r));
@@ -370,7 +372,7 @@ void bind_messenger(nb::module_& m) {
           "requests"_a, "Waits for every request; their Statuses in order.")
       .def(
           "waitany",
-          [](PyMessenger& self, std::vector<PyRequest*> rs) -> std::pair<int, std::optional<msg::Status>> {
+          [](PyMessenger& self, const std::vector<PyRequest*>& rs) -> std::pair<int, std::optional<msg::Status>> {
             msg::Messenger& mm = self.get("waitany");
             std::vector<msg::Request> raw;
             raw.reserve(rs.size());

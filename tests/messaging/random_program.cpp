@@ -107,9 +107,10 @@ Round make_round(std::mt19937_64& rng, int npes, const std::vector<CommSpec>& co
     // Capacity: the largest message the receive may take, and sometimes some slack.
     for (size_t i = first; i < r.recvs.size(); ++i) {
       size_t cap = 0;
-      for (int id : ids)
+      for (int id : ids) {
         if (fits(r.recvs[i], r.msgs[static_cast<size_t>(id)]))
           cap = std::max(cap, r.msgs[static_cast<size_t>(id)].bytes);
+      }
       r.recvs[i].cap = cap + ((rng() & 3) == 0 ? rng() % 100 : 0);
     }
   }
@@ -198,9 +199,10 @@ std::vector<std::string> check_round(const Round& r, int me, const std::vector<i
     if (++taken[static_cast<size_t>(id)] > 1) say(q, "took message " + std::to_string(id) + " a second time");
   }
   for (const auto& m : r.msgs) {
-    if (m.dst_pe == me && taken[static_cast<size_t>(m.id)] != 1)
+    if (m.dst_pe == me && taken[static_cast<size_t>(m.id)] != 1) {
       bad.push_back("message " + std::to_string(m.id) + " was received " +
                     std::to_string(taken[static_cast<size_t>(m.id)]) + " times");
+    }
   }
   // Non-overtaking: receives a < b (post order) took messages of one source in the opposite send
   // order while the earlier message also fit receive a.

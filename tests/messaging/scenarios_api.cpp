@@ -90,7 +90,7 @@ void check_events_and_counters(Runtime& rt, msg::Messenger& m, msg::Comm& w) {
   std::vector<uint64_t> out(10), in(10);
   std::vector<msg::Request> rs;
   for (int i = 0; i < 10; ++i) {
-    out[static_cast<size_t>(i)] = static_cast<uint64_t>(i + me * 100);
+    out[static_cast<size_t>(i)] = static_cast<uint64_t>(i) + static_cast<uint64_t>(me) * 100;
     rs.push_back(w.irecv(&in[static_cast<size_t>(i)], 8, left, i, &ev));
   }
   for (int i = 0; i < 10; ++i) rs.push_back(w.isend(&out[static_cast<size_t>(i)], 8, right, i, &ev));

@@ -1,6 +1,7 @@
 // Messaging scenarios with a fixed shape: every PE exchanges messages of every protocol's sizes
 // with every PE (itself included), from private and heap buffers; and message order per source.
 #include <algorithm>
+#include <iterator>
 #include <random>
 #include <vector>
 
@@ -12,7 +13,7 @@ namespace {
 // Sizes across every threshold of the default configuration: LL (<= 20), inline eager (<= 24),
 // eager in one slot (<= 192) and chunked (<= 2048), rendezvous (staged over several 256 KiB chunks
 // for private buffers, by get for heap buffers).
-const std::vector<size_t> kSizes = {0, 1, 8, 20, 21, 24, 25, 100, 192, 193, 1000, 2048, 2049, 10000, 600000};
+constexpr size_t kSizes[] = {0, 1, 8, 20, 21, 24, 25, 100, 192, 193, 1000, 2048, 2049, 10000, 600000};
 }  // namespace
 
 void scenario_exchange(Runtime& rt, const Options& o) {
@@ -22,7 +23,7 @@ void scenario_exchange(Runtime& rt, const Options& o) {
   const int rounds = static_cast<int>(o.get("--rounds", 2));
   for (int round = 0; round < rounds; ++round) {
     for (bool heap : {false, true}) {
-      for (size_t si = 0; si < kSizes.size(); ++si) {
+      for (size_t si = 0; si < std::size(kSizes); ++si) {
         const size_t sz = kSizes[si];
         const int tag = static_cast<int>(si);
         std::vector<std::vector<uint8_t>> sbuf(static_cast<size_t>(n)), rbuf(static_cast<size_t>(n));
@@ -46,7 +47,7 @@ void scenario_exchange(Runtime& rt, const Options& o) {
         std::vector<msg::Status> st(reqs.size());
         m.waitall(reqs, st);
         for (int s = 0; s < n; ++s) {
-          const msg::Status& x = st[static_cast<size_t>(n + s)];
+          const msg::Status& x = st[static_cast<size_t>(n) + static_cast<size_t>(s)];
           PE_CHECK(x.source == s && x.tag == tag && x.bytes == sz && x.error == 0,
                    "round %d %s size %zu from %d: status source %d tag %d bytes %llu error %d", round,
                    heap ? "heap" : "private", sz, s, x.source, x.tag, static_cast<unsigned long long>(x.bytes),
@@ -82,7 +83,7 @@ void scenario_order(Runtime& rt, const Options& o) {
   std::vector<msg::Request> sends;
   for (int k = 0; k < count; ++k) {
     for (int d = 0; d < n; ++d) {
-      auto& b = out[static_cast<size_t>(k * n + d)];
+      auto& b = out[static_cast<size_t>(k) * static_cast<size_t>(n) + static_cast<size_t>(d)];
       const size_t sz = 8 + rng() % (max_bytes - 8);
       b.resize(sz);
       const uint64_t seq = static_cast<uint64_t>(k);

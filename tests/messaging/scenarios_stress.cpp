@@ -100,6 +100,7 @@ void all_to_all(Runtime& rt, msg::Messenger& m, msg::Comm& w, int rounds, size_t
       in(static_cast<size_t>(n), std::vector<uint8_t>(bytes));
   for (int r = 0; r < rounds; ++r) {
     std::vector<msg::Request> rs;
+    rs.reserve(static_cast<size_t>(n));
     for (int s = 0; s < n; ++s) rs.push_back(w.irecv(in[static_cast<size_t>(s)].data(), bytes, s, 3));
     for (int d = 0; d < n; ++d) {
       fill(out[static_cast<size_t>(d)].data(), bytes, msg_key(me, d, 3, static_cast<uint64_t>(r)));
@@ -138,7 +139,7 @@ void scenario_stress(Runtime& rt, const Options& o) {
   rt.barrier_all();
   all_to_all(rt, m, w, count / 30 + 1, 1000);
   // Messages several times larger than the whole staging pool (private buffers stream through it).
-  const size_t pool_bytes = m.config().staging_pairs * 2 * m.config().chunk_bytes;
+  const size_t pool_bytes = size_t{2} * m.config().staging_pairs * m.config().chunk_bytes;
   all_to_all(rt, m, w, 1, pool_bytes * 3 + 123);
 }
 

@@ -106,7 +106,7 @@ struct Fixture {
     h.timeout_ns = 5ull * 1000 * 1000 * 1000;
     view = msg::detail::carve(cfg, heap, local);
     view.diag = &msg_diag;
-    queues.assign(2 * cfg.queue_cap, {});
+    queues.assign(size_t{2} * cfg.queue_cap, {});
     msg::CommState& cs = view.comms[0];
     cs.live = 1;
     cs.mode = mode;
@@ -206,14 +206,14 @@ TEST(MsgEmulated, SelfExchangeBlock) {
 TEST(MsgEmulated, TwoWarpsConcurrently) {
   Fixture f(msg::Mode::mpi);
   const int count = 60;
-  std::vector<uint64_t> out(count * 4), in(4);
+  std::vector<uint64_t> out(size_t{4} * count), in(4);
   std::vector<std::string> errors;
   std::mutex mu;
   simt::launch(64, [&] {
     coop::Warp w;
     if (coop::warp_id() == 0) {
       for (int k = 0; k < count; ++k) {
-        uint64_t* v = out.data() + k * 4;
+        uint64_t* v = out.data() + size_t{4} * static_cast<size_t>(k);
         if (coop::lane_id() == 0) v[0] = static_cast<uint64_t>(k);
         __syncwarp();
         msg::send(w, f.comm, v, 8 + static_cast<size_t>(k % 4) * 8, 0, k % 3);

@@ -54,8 +54,8 @@ GPUCOMM_MSG_FN int32_t request_take(const B& b, const StateView& s) {
   if (id < 0) return -1;
   Req& q = s.reqs[id];
   q = Req{};
-  b.st_sys(&s.req_words[2 * id], 0, Ord::relaxed);
-  b.st_sys(&s.req_words[2 * id + 1], 0, Ord::relaxed);
+  b.st_sys(&s.req_words[size_t{2} * id], 0, Ord::relaxed);
+  b.st_sys(&s.req_words[size_t{2} * id + 1], 0, Ord::relaxed);
   return id;
 }
 

@@ -27,7 +27,7 @@ GPUCOMM_MSG_FN bool advance_staged_send(const B& b, C c, const StateView& s, uin
       uint32_t fill;
     } st{};
     if (b.leader(c)) {
-      st.acked = b.ld_sys(&s.req_words[2 * id + 1], Ord::acquire);
+      st.acked = b.ld_sys(&s.req_words[size_t{2} * id + 1], Ord::acquire);
       st.fill = q.moved < nchunks && q.moved - st.acked < 2 ? 1u : 0u;
     }
     st = b.bcast(c, st);
@@ -46,7 +46,7 @@ GPUCOMM_MSG_FN bool advance_staged_send(const B& b, C c, const StateView& s, uin
     b.publish(c);  // the chunk is visible before the receiver learns of it
     if (b.leader(c)) {
       q.moved = k + 1;
-      remote_set(b, &s.req_words[2 * q.peer_req + 1], ((k + 1) << 32) | q.pair, q.pe);
+      remote_set(b, &s.req_words[size_t{2} * q.peer_req + 1], ((k + 1) << 32) | q.pair, q.pe);
     }
     b.sync(c);
   }
@@ -66,7 +66,7 @@ GPUCOMM_MSG_FN bool advance_send(const B& b, C c, const StateView& s, uint32_t i
   }
   if (state == kReqSendWaitFin) {
     bool fin = false;
-    if (b.leader(c) && (b.ld_sys(&s.req_words[2 * id], Ord::acquire) & kFin)) {
+    if (b.leader(c) && (b.ld_sys(&s.req_words[size_t{2} * id], Ord::acquire) & kFin)) {
       complete(b, q, send_status(q));
       fin = true;
     }
@@ -75,7 +75,7 @@ GPUCOMM_MSG_FN bool advance_send(const B& b, C c, const StateView& s, uint32_t i
   if (state == kReqSendWaitCts) {
     bool go = false;
     if (b.leader(c)) {
-      const uint64_t v = b.ld_sys(&s.req_words[2 * id], Ord::acquire);
+      const uint64_t v = b.ld_sys(&s.req_words[size_t{2} * id], Ord::acquire);
       const uint64_t free =
           ~s.ctl->staging_used & (s.cfg.staging_pairs >= 64 ? ~uint64_t(0) : (uint64_t(1) << s.cfg.staging_pairs) - 1);
       if ((v & kCts) && free) {
@@ -109,7 +109,7 @@ GPUCOMM_MSG_FN bool advance_recv_get(const B& b, C c, const StateView& s, CommSt
   if (q.moved < want) return false;
   b.publish(c);  // the data was read before the sender may reuse its buffer
   if (b.leader(c)) {
-    remote_set(b, &s.req_words[2 * q.peer_req], kFin, q.pe);
+    remote_set(b, &s.req_words[size_t{2} * q.peer_req], kFin, q.pe);
     b.fadd(&cm.counters.received, 1, Ord::relaxed);
     complete(b, q, q.status);
   }
@@ -122,7 +122,7 @@ GPUCOMM_MSG_FN bool advance_recv_staged(const B& b, C c, const StateView& s, Com
   Req& q = s.reqs[id];
   const uint64_t nchunks = chunks_of(s, q.total);
   const uint64_t chunk = s.cfg.chunk_bytes;
-  const uint64_t v = b.bcast(c, b.leader(c) ? b.ld_sys(&s.req_words[2 * id + 1], Ord::acquire) : uint64_t{0});
+  const uint64_t v = b.bcast(c, b.leader(c) ? b.ld_sys(&s.req_words[size_t{2} * id + 1], Ord::acquire) : uint64_t{0});
   const uint64_t ready = v >> 32;
   const auto pair = static_cast<uint32_t>(v & 0xffffffffu);
   while (q.moved < ready) {
@@ -135,7 +135,7 @@ GPUCOMM_MSG_FN bool advance_recv_staged(const B& b, C c, const StateView& s, Com
     b.publish(c);  // the chunk was read before the sender refills it
     if (b.leader(c)) {
       q.moved = k + 1;
-      remote_set(b, &s.req_words[2 * q.peer_req + 1], k + 1, q.pe);
+      remote_set(b, &s.req_words[size_t{2} * q.peer_req + 1], k + 1, q.pe);
     }
     b.sync(c);
   }

@@ -97,7 +97,7 @@ GPUCOMM_MSG_FN void start_rendezvous(const B& b, const StateView& s, uint32_t id
     q.state = kReqRecvGet;
   } else {
     q.state = kReqRecvStaged;
-    remote_set(b, &s.req_words[2 * sreq], kCts | id, pe);
+    remote_set(b, &s.req_words[size_t{2} * sreq], kCts | id, pe);
   }
   active_add(s, id);
 }
