@@ -38,6 +38,7 @@ using msg_bench::Fail;
 namespace {
 
 constexpr size_t kMaxRndv = size_t(16) << 20;
+constexpr int kRateWindow = 768;
 
 struct Bench : bench::Harness {
   bool quick;
@@ -94,9 +95,8 @@ struct Bench : bench::Harness {
   template <class C>
   void floors_at(const char* level, int threads) {
     round_trip("flag_rt", level, [&] { msg_bench::k_flag_rt<C><<<2, threads, 0, s>>>(flags, iters, base, fail); });
-    round_trip("put_signal_rt", level, [&] {
-      msg_bench::k_put_signal_rt<C><<<2, threads, 0, s>>>(h, data, data + 32, sig, iters, base);
-    });
+    round_trip("put_signal_rt", level,
+               [&] { msg_bench::k_put_signal_rt<C><<<2, threads, 0, s>>>(h, data, data + 32, sig, iters, base); });
   }
 
   void floors() {
@@ -156,7 +156,8 @@ struct Bench : bench::Harness {
   }
 
   void rate() {
-    // At most 960 receives posted at once: within the request table and the queue (1024 each).
+    // At most 768 receives posted at once: with a pending send per sender warp (128) they stay
+    // within the request table (1024 by default) and the queue (1024 entries).
     const int rounds = quick ? 8 : 32;
     uint64_t *sbuf = nullptr, *rbuf = nullptr;
     msg::Request* reqs = nullptr;
@@ -168,13 +169,13 @@ struct Bench : bench::Harness {
     for (int any = 0; any < 2; ++any) {
       const char* mode = any ? "mpi" : "no_any_source";
       for (int senders : {8, 32, 128}) {
-        const int per = 960 / senders;
+        const int per = kRateWindow / senders;
         const double msgs = static_cast<double>(senders) * per * rounds;
-        Result del{"msg_rate", mode, 8, senders, "Mmsg/s", {}}, all{"msg_rate_with_posting", mode, 8, senders,
-                                                                      "Mmsg/s", {}};
+        Result del{"msg_rate", mode, 8, senders, "Mmsg/s", {}},
+            all{"msg_rate_with_posting", mode, 8, senders, "Mmsg/s", {}};
         for (int t = 0; t <= trials; ++t) {  // trial 0 warms up
-          msg_bench::RateArgs a{any ? mpi : nas, senders, per, rounds, any, sbuf, rbuf, reqs, flags + 128, base, ns,
-                                fail};
+          msg_bench::RateArgs a{any ? mpi : nas, senders, per, rounds, any, sbuf, rbuf, reqs,
+                                flags + 128,     base,    ns,  fail};
           timed(1, [&] { msg_bench::k_rate<<<senders + 1, 32, 0, s>>>(a); });
           base += static_cast<uint64_t>(rounds);
           check_fail(std::string("rate ") + mode + " " + std::to_string(senders) + " senders");
@@ -248,9 +249,8 @@ int main(int argc, char** argv) {
       m.check_device();  // the messaging layer's record names the wait that failed
       throw;
     }
-    if (!json.empty() &&
-        !bench::write_json(json, "gpucomm-bench-msg", GPUCOMM_GIT_COMMIT, cmdline, devices, quick, b.results, {},
-                           "\"pes\": 1"))
+    if (!json.empty() && !bench::write_json(json, "gpucomm-bench-msg", GPUCOMM_GIT_COMMIT, cmdline, devices, quick,
+                                            b.results, {}, "\"pes\": 1"))
       throw std::runtime_error("cannot write " + json);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gpucomm-bench-msg: %s\n", e.what());

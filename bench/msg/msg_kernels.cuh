@@ -26,7 +26,7 @@ struct Fail {
 };
 
 __device__ inline void record_bad(Fail* f, uint64_t index, uint64_t want, uint64_t got) {
-  if (atomicAdd(&f->bad, 1ull) == 0) {
+  if (mem::fetch_add<mem::kDevice>(&f->bad, 1ull, mem::relaxed) == 0) {
     f->first_index = index;
     f->first_want = want;
     f->first_got = got;
@@ -179,8 +179,8 @@ __global__ void k_put_reps(DeviceHandle h, char* dst, const char* src, size_t by
 
 struct RateArgs {
   msg::CommHandle comm;
-  int senders;     // sending warps, one per block (blocks 0..senders-1); block `senders` receives
-  int per;         // messages per sender and round
+  int senders;  // sending warps, one per block (blocks 0..senders-1); block `senders` receives
+  int per;      // messages per sender and round
   int rounds;
   int any_source;  // receives name ANY_SOURCE (mpi mode) instead of rank 0
   uint64_t* sbuf;  // [senders * 16]: each sender's source word on a line of its own
@@ -224,8 +224,8 @@ __global__ void k_rate(RateArgs a) {
     posting += t1 - t0;
     delivery += t2 - t1;
     for (int j = static_cast<int>(coop::thread_rank(c)); j < w; j += 32) {
-      const uint64_t want = (static_cast<uint64_t>(j % a.senders) << 32) |
-                            static_cast<uint64_t>(round * a.per + j / a.senders);
+      const uint64_t want =
+          (static_cast<uint64_t>(j % a.senders) << 32) | static_cast<uint64_t>(round * a.per + j / a.senders);
       const uint64_t got = mem::load<mem::kDevice>(&a.rbuf[j], mem::relaxed);
       if (got != want) record_bad(a.f, static_cast<uint64_t>(round) * w + j, want, got);
     }

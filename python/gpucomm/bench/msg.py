@@ -74,7 +74,12 @@ def tail(text: str, lines: int = 6) -> str:
 
 def run_gpu(args, sections: list[str]) -> dict:
     from gpucomm._tools import find_tool
-    tool = find_tool("gpucomm-bench-msg")
+    try:
+        tool = find_tool("gpucomm-bench-msg")
+    except FileNotFoundError as exc:
+        print(f"gpucomm bench msg: {exc}", file=sys.stderr)
+        return {"pe_kind": "gpu", "pes": 1, "gpu": None, "commit": git_commit(), "results": [],
+                "errors": {s: f"gpucomm-bench-msg not found ({exc})" for s in sections}}
     limit = args.section_timeout or (25.0 if args.quick else 60.0)
     env = {**os.environ, "GPUCOMM_DEVICE": "gpu"}
     results, errors, gpu, commit = [], {}, None, "unknown"
