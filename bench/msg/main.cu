@@ -162,7 +162,7 @@ struct Bench : bench::Harness {
     uint64_t *sbuf = nullptr, *rbuf = nullptr;
     msg::Request* reqs = nullptr;
     unsigned long long* ns = nullptr;
-    ck(cudaMalloc(&sbuf, 128 * 16 * sizeof(uint64_t)), "cudaMalloc");
+    ck(cudaMalloc(&sbuf, size_t(128) * 16 * sizeof(uint64_t)), "cudaMalloc");
     ck(cudaMalloc(&rbuf, 1024 * sizeof(uint64_t)), "cudaMalloc");
     ck(cudaMalloc(&reqs, 1024 * sizeof(msg::Request)), "cudaMalloc");
     ck(cudaMalloc(&ns, 2 * sizeof(unsigned long long)), "cudaMalloc");

@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from gpucomm.bench.proxy import gpu_count
+
 SECTIONS = ["floors", "pingpong", "unexpected", "rendezvous", "rate"]
 NOT_MEASURED = "not measured (needs libnccl / MPI on the GPU machine)"
 BASELINES = {"nccl_send_recv": NOT_MEASURED, "mpi_staging": NOT_MEASURED}
@@ -34,14 +36,6 @@ def register(targets) -> None:
     p.add_argument("--sections", metavar="LIST", help=f"only these sections (comma-separated: {','.join(SECTIONS)})")
     p.add_argument("--section-timeout", type=float, metavar="S", help="time limit of one section (default 60, 25 quick)")
     p.set_defaults(func=run)
-
-
-def gpu_count() -> int:
-    try:
-        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30).stdout
-        return sum(1 for line in out.splitlines() if line.startswith("GPU "))
-    except (OSError, subprocess.SubprocessError):
-        return 0
 
 
 def git_commit() -> str:
