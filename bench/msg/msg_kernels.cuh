@@ -124,7 +124,8 @@ __device__ inline void receive_one(C c, const msg::CommHandle& comm, msg::Reques
 
 // 8-byte ping-pong through the messaging layer: block 0 sends kPing and receives kPong, block 1
 // the other way round. Pre-posted: each side's receive is posted before the peer can send
-// (block 0 posts before its send, block 1 posts the next one before its answer).
+// (block 0 posts before its send, block 1 posts the first one before block 0 starts and each
+// next one before its answer). `lines`: out/in words of block 0 and 1, then the `ready` word.
 template <class C>
 __global__ void k_msg_pingpong(msg::CommHandle comm, uint64_t* lines, int iters, uint64_t base, bool unexpected,
                                Fail* f) {
@@ -134,7 +135,16 @@ __global__ void k_msg_pingpong(msg::CommHandle comm, uint64_t* lines, int iters,
   uint64_t* out = lines + (ping ? 0 : 32);
   uint64_t* in = lines + (ping ? 16 : 48);
   msg::Request r{};
-  if (!unexpected && !ping) r = msg::irecv(c, comm, in, 8, 0, kPing);
+  // Pre-posted: block 1 posts its first receive, then tells block 0 (`ready`) that it may start.
+  uint64_t* ready = lines + 56;
+  if (!unexpected) {
+    if (!ping) {
+      r = msg::irecv(c, comm, in, 8, 0, kPing);
+      if (leader(c)) mem::store<mem::kDevice>(ready, base + 1, mem::release);
+    } else if (!group_wait(c, ready, base + 1, f)) {
+      return;
+    }
+  }
   for (int i = 1; i <= iters; ++i) {
     const uint64_t v = base + static_cast<uint64_t>(i);
     if (ping) {
