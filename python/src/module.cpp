@@ -7,8 +7,9 @@
 namespace nb = nanobind;
 
 void bind_all(nb::module_& m);
-void bind_collectives(nb::module_& m);
-void bind_patterns(nb::module_& m);  // gpucomm.patterns
+void bind_collectives(nb::module_& m);  // gpucomm.collectives
+void bind_patterns(nb::module_& m);   // gpucomm.patterns
+void bind_messaging(nb::module_& m);  // gpucomm.messaging (two-sided messaging)
 
 NB_MODULE(_core, m) {
   m.doc() = "gpucomm host API";
@@ -16,4 +17,5 @@ NB_MODULE(_core, m) {
   bind_all(m);
   bind_collectives(m);
   bind_patterns(m);
+  bind_messaging(m);
 }
