@@ -8,8 +8,8 @@ namespace nb = nanobind;
 
 void bind_all(nb::module_& m);
 void bind_collectives(nb::module_& m);  // gpucomm.collectives
-void bind_patterns(nb::module_& m);   // gpucomm.patterns
-void bind_messaging(nb::module_& m);  // gpucomm.messaging (two-sided messaging)
+void bind_patterns(nb::module_& m);     // gpucomm.patterns
+void bind_messaging(nb::module_& m);    // gpucomm.messaging (two-sided messaging)
 
 NB_MODULE(_core, m) {
   m.doc() = "gpucomm host API";
