@@ -6,7 +6,9 @@ from pathlib import Path
 
 root = Path(__file__).resolve().parent.parent
 src = (root / "src/core/env.cpp").read_text()
-rows = re.findall(r'\{"(GPUCOMM_[A-Z0-9_]+)",\s*"([^"]*)",\s*"((?:[^"\\]|\\.)*)"\}', src)
+# Descriptions may be split into adjacent string literals (clang-format breaks long lines).
+entries = re.findall(r'\{"(GPUCOMM_[A-Z0-9_]+)",\s*"([^"]*)",\s*((?:"(?:[^"\\]|\\.)*"\s*)+)\}', src)
+rows = [(n, d, "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', lits))) for n, d, lits in entries]
 out = ["# gpucomm environment variables", "",
        "Every variable gpucomm reads. An unknown `GPUCOMM_*` variable draws a warning at start-up.",
        "This file is generated from `src/core/env.cpp` by `scripts/gen-env-doc.py`; a test checks",

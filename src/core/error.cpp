@@ -38,6 +38,8 @@ const char* errc_name(Errc c) noexcept {
       return "out of memory";
     case Errc::internal:
       return "internal error";
+    case Errc::aborted:
+      return "aborted";
   }
   return "unknown";
 }

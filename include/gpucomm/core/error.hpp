@@ -16,6 +16,8 @@ enum class Errc {
   unsupported,       // the operation is not available here (no GPU, no MPI, ...)
   out_of_memory,     // an allocation (heap, queue) is exhausted
   internal,          // a broken invariant inside gpucomm
+  aborted,           // this PE's runtime was aborted (Runtime::abort, an interrupt): nothing works any more
+  last = aborted,
 };
 
 const char* errc_name(Errc c) noexcept;
