@@ -7,6 +7,8 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from .errors import AbortError, Error, InvalidArgumentError, PeerFailureError, TimeoutError  # noqa: A004,F401
+
 
 def _load_core():
     """Imports the compiled extension with a clear message when it is missing."""

@@ -6,8 +6,10 @@ void bind_topology(nb::module_& m);
 void bind_runtime(nb::module_& m);
 
 void bind_system(nb::module_& m);
+void bind_errors(nb::module_& m);
 
 void bind_all(nb::module_& m) {
+  bind_errors(m);  // first: the other bindings' errors translate through it
   bind_system(m);
   bind_topology(m);
   bind_runtime(m);
