@@ -1,10 +1,10 @@
 """The local launcher behind ``gpucomm run``.
 
 It starts N PEs of one program on this host, hands each its rank and the job's unique id (rank 0
-inherits the store's listening socket, so the port cannot be taken in between), assigns GPUs
-round robin, optionally prefixes output lines with the rank, forwards SIGINT/SIGTERM, and, when
-one PE fails, gives the others a grace period to notice and exit on their own before stopping
-them: no orphaned process, no hang.
+inherits the store's listening socket, so the port cannot be taken in between) and a lifeline,
+assigns GPUs round robin, optionally prefixes output lines with the rank, forwards
+SIGINT/SIGTERM, and, when one PE fails, names it, tells the others and gives them a grace period
+to exit on their own before stopping them (supervisor.py): no orphaned process, no hang.
 """
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ import socket
 import subprocess
 import sys
 import threading
-import time
+
+from .supervisor import Pe, Supervisor, log, make_lifeline, signal_group
 
 
 @dataclasses.dataclass
@@ -33,12 +34,9 @@ class LaunchOptions:
     verbose: bool = False
 
 
-def _log(msg: str) -> None:
-    print(f"gpucomm run: {msg}", file=sys.stderr, flush=True)
-
-
 def _die_with_parent() -> None:
-    # Runs in the child before exec: if the launcher dies (even by SIGKILL), the PE gets SIGKILL.
+    # Runs in the child before exec: if the launcher dies (even by SIGKILL), the child gets
+    # SIGKILL. PEs behind a wrapper are not its children: their lifeline covers them.
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
@@ -67,15 +65,6 @@ def _pump(stream, rank: int, out, lock: threading.Lock) -> None:
     stream.close()
 
 
-def _describe_status(code: int) -> str:
-    if code < 0:
-        try:
-            return f"was killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"was killed by signal {-code}"
-    return f"exited with code {code}"
-
-
 def launch(opts: LaunchOptions) -> int:
     if opts.nprocs < 1:
         raise ValueError(f"-n: the number of PEs must be at least 1, got {opts.nprocs}")
@@ -90,114 +79,56 @@ def launch(opts: LaunchOptions) -> int:
     unique_id = f"gpucomm1:{host_text}:{port}:{secrets.token_hex(16)}"
     if opts.verbose:
         mode = f"GPUs {devices}" if devices else "host-memory PEs (no GPU assigned)"
-        _log(f"{opts.nprocs} PEs, store at {host_text}:{port}, {mode}")
+        log(f"{opts.nprocs} PEs, store at {host_text}:{port}, {mode}")
 
-    procs: list[subprocess.Popen] = []
+    pes: list[Pe] = []
     pumps: list[threading.Thread] = []
     lock = threading.Lock()
     try:
         for rank in range(opts.nprocs):
             env = dict(os.environ)
             env.update(opts.extra_env)
+            ours, theirs = make_lifeline()
             env.update({"GPUCOMM_RANK": str(rank), "GPUCOMM_SIZE": str(opts.nprocs),
                         "GPUCOMM_LOCAL_RANK": str(rank), "GPUCOMM_LOCAL_SIZE": str(opts.nprocs),
-                        "GPUCOMM_UNIQUE_ID": unique_id})
+                        "GPUCOMM_UNIQUE_ID": unique_id, "GPUCOMM_LIFELINE": f"{theirs.fileno()}:{os.getpid()}"})
             env.pop("GPUCOMM_BOOTSTRAP_LISTEN_FD", None)
             if devices:
                 env["GPUCOMM_DEVICE_ID"] = str(devices[rank % len(devices)])
-            pass_fds: tuple[int, ...] = ()
+            pass_fds: tuple[int, ...] = (theirs.fileno(),)
             if rank == 0:
                 env["GPUCOMM_BOOTSTRAP_LISTEN_FD"] = str(listener.fileno())
-                pass_fds = (listener.fileno(),)
+                pass_fds += (listener.fileno(),)
             pipe = subprocess.PIPE if opts.tag_output else None
             try:
                 p = subprocess.Popen(opts.command, env=env, pass_fds=pass_fds, stdout=pipe, stderr=pipe,
                                      start_new_session=True, preexec_fn=_die_with_parent)
             except FileNotFoundError:
+                ours.close()
                 raise FileNotFoundError(f"program not found: {opts.command[0]}") from None
             except PermissionError:
+                ours.close()
                 raise PermissionError(f"program is not executable: {opts.command[0]}") from None
-            procs.append(p)
+            finally:
+                theirs.close()  # the PE holds it now; the launcher keeps only its own end
+            pes.append(Pe(rank, p, ours))
     except BaseException:
-        for p in procs:
-            _signal_group(p, signal.SIGKILL)
+        for pe in pes:
+            signal_group(pe.proc, signal.SIGKILL)
+            if pe.lifeline is not None:
+                pe.lifeline.close()
         raise
     finally:
         listener.close()  # rank 0 holds its own copy
 
     if opts.tag_output:
-        for rank, p in enumerate(procs):
-            for stream, out in ((p.stdout, sys.stdout), (p.stderr, sys.stderr)):
-                t = threading.Thread(target=_pump, args=(stream, rank, out, lock), daemon=True)
+        for pe in pes:
+            for stream, out in ((pe.proc.stdout, sys.stdout), (pe.proc.stderr, sys.stderr)):
+                t = threading.Thread(target=_pump, args=(stream, pe.rank, out, lock), daemon=True)
                 t.start()
                 pumps.append(t)
-    return _supervise(procs, pumps, opts)
-
-
-def _signal_group(p: subprocess.Popen, sig: int) -> None:
     try:
-        os.killpg(p.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _supervise(procs: list[subprocess.Popen], pumps: list[threading.Thread], opts: LaunchOptions) -> int:
-    stop_reason: list[str] = []
-
-    def on_signal(signum, _frame):
-        stop_reason.append(f"received {signal.Signals(signum).name}")
-        for p in procs:
-            if p.poll() is None:
-                _signal_group(p, signum)
-
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-    start = time.monotonic()
-    first_failure: tuple[int, int] | None = None  # (rank, code) of the first PE that failed by itself
-    worst = 0  # worst exit status among PEs that failed by themselves (not stopped by the launcher)
-    stopping_since: float | None = None
-    terminated: set[int] = set()
-    try:
-        while True:
-            running = [r for r, p in enumerate(procs) if p.poll() is None]
-            for r, p in enumerate(procs):
-                code = p.returncode
-                if code is not None and code != 0 and r not in terminated:
-                    worst = max(worst, 128 - code if code < 0 else code)
-                if code is not None and code != 0 and first_failure is None and r not in terminated:
-                    first_failure = (r, code)
-                    if running:
-                        _log(f"rank {r} {_describe_status(code)}; the other {len(running)} PE(s) get "
-                             f"{opts.kill_grace:g} s to exit before they are stopped")
-                    else:
-                        _log(f"rank {r} {_describe_status(code)}")
-                    stopping_since = time.monotonic()
-            if not running:
-                break
-            now = time.monotonic()
-            if opts.timeout > 0 and now - start > opts.timeout and stopping_since is None:
-                _log(f"job ran past --timeout {opts.timeout:g} s; stopping {len(running)} PE(s): ranks {running}")
-                first_failure = first_failure or (-1, 124)
-                stopping_since = now - opts.kill_grace  # stop at once
-            if stop_reason and stopping_since is None:
-                stopping_since = now
-                first_failure = first_failure or (-1, 130)
-            if stopping_since is not None:
-                waited = now - stopping_since
-                if waited >= opts.kill_grace:
-                    sig = signal.SIGTERM if waited < opts.kill_grace + 3 else signal.SIGKILL
-                    for r in running:
-                        if r not in terminated or sig == signal.SIGKILL:
-                            _signal_group(procs[r], sig)
-                            terminated.add(r)
-            time.sleep(0.02)
+        return Supervisor(pes, opts.kill_grace, opts.timeout).run()
     finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-        for p in procs:  # descendants the PEs left behind in their groups
-            _signal_group(p, signal.SIGKILL)
         for t in pumps:
             t.join(timeout=5)
-    if first_failure is None:
-        return 0
-    rank, code = first_failure
-    return code if rank < 0 else worst
