@@ -188,20 +188,13 @@ int run_check(const std::string& scenario, int victim, int /*arg*/) {
   const bool known = scenario == "bad-input" || scenario == "alloc-mismatch" || scenario == "dead-put" ||
                      scenario == "barrier-blame" || scenario == "cloexec";
   if (!known) return -1;
-  int rc = kCheckFailed;
-  try {
-    Runtime rt;
-    if (scenario == "bad-input") rc = bad_inputs(rt);
-    if (scenario == "alloc-mismatch") rc = alloc_mismatch(rt, victim);
-    if (scenario == "dead-put") rc = dead_put(rt, victim);
-    if (scenario == "barrier-blame") rc = barrier_blame(rt, victim);
-    if (scenario == "cloexec") rc = cloexec(rt);
-    if (rc == 0) say("PE OK rank %d", rt.rank());
-  } catch (const std::exception& e) {
-    say("PE ERROR rank %d at %lld: %s", env_rank(), static_cast<long long>(now_ns()), e.what());
-    return kFailed;
-  }
-  return rc;
+  return with_runtime([&](Runtime& rt) {
+    if (scenario == "bad-input") return bad_inputs(rt);
+    if (scenario == "alloc-mismatch") return alloc_mismatch(rt, victim);
+    if (scenario == "dead-put") return dead_put(rt, victim);
+    if (scenario == "barrier-blame") return barrier_blame(rt, victim);
+    return cloexec(rt);
+  });
 }
 
 }  // namespace faultpe

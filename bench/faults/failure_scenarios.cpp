@@ -70,21 +70,15 @@ int run_failure(const std::string& scenario, int victim, int arg) {
     setenv("GPUCOMM_TIMEOUT", "-3", 1);  // read before the PE can reach the store
   }
   if (me == victim && scenario == "caught-timeout") setenv("GPUCOMM_TIMEOUT", "0.5", 1);
-  try {
-    Runtime rt;
+  return with_runtime([&](Runtime& rt) {
     if (scenario == "caught-timeout") {
       caught_timeout(rt, victim);
     } else {
       const bool self = scenario == "exception" || scenario == "abort";
       busy_loop(rt, arg, victim, self ? scenario.c_str() : nullptr);
     }
-    if (rt.rank() == victim) return kFailed;
-    say("PE OK rank %d", rt.rank());
-    return 0;
-  } catch (const std::exception& e) {
-    say("PE ERROR rank %d at %lld: %s", me, static_cast<long long>(now_ns()), e.what());
-    return kFailed;
-  }
+    return rt.rank() == victim ? kFailed : 0;
+  });
 }
 
 }  // namespace faultpe

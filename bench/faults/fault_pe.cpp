@@ -9,6 +9,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+
+#include "gpucomm/runtime/runtime.hpp"
 
 namespace faultpe {
 
@@ -36,6 +39,18 @@ void say(const char* fmt, ...) {
 
 void fault_here(int rank, const char* what) {
   say("FAULT rank %d at %lld %s", rank, static_cast<long long>(now_ns()), what);
+}
+
+int with_runtime(const std::function<int(gpucomm::Runtime&)>& body) {
+  try {
+    gpucomm::Runtime rt;
+    const int rc = body(rt);
+    if (rc == 0) say("PE OK rank %d", rt.rank());
+    return rc;
+  } catch (const std::exception& e) {
+    say("PE ERROR rank %d at %lld: %s", env_rank(), static_cast<long long>(now_ns()), e.what());
+    return kFailed;
+  }
 }
 
 }  // namespace faultpe

@@ -10,7 +10,12 @@
 // Exit codes: 0 passed, 1 the PE failed (expected where a fault was injected), 2 usage,
 // 3 a check of the scenario failed.
 #include <cstdint>
+#include <functional>
 #include <string>
+
+namespace gpucomm {
+class Runtime;
+}
 
 namespace faultpe {
 
@@ -20,6 +25,9 @@ int64_t now_ns();
 int env_rank();  // GPUCOMM_RANK, before a runtime exists (0 when unset)
 void say(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 void fault_here(int rank, const char* what);
+// Runs `body` on a fresh runtime: says "PE OK" when it returns 0; when it raises, says
+// "PE ERROR rank R at NS: TEXT" (the runtime is gone by then) and returns kFailed.
+int with_runtime(const std::function<int(gpucomm::Runtime&)>& body);
 
 // Each returns the exit code, or -1 for a scenario it does not know. `victim` is the PE the fault
 // is injected into, `arg` the scenario's number (iterations, seconds).

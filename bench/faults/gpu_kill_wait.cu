@@ -127,8 +127,7 @@ int run_gpu(const std::string& scenario, int victim_rank, int /*arg*/) {
     std::fprintf(stderr, "gpu-kill-wait: the victim must be rank 1 (rank 0 serves the store)\n");
     return kUsage;
   }
-  try {
-    gpucomm::Runtime rt;
+  return with_runtime([](gpucomm::Runtime& rt) {
     if (rt.size() != 2) {
       say("PE ERROR rank %d: gpu-kill-wait runs on 2 PEs", rt.rank());
       return kUsage;
@@ -136,13 +135,8 @@ int run_gpu(const std::string& scenario, int victim_rank, int /*arg*/) {
     auto* sig = static_cast<uint64_t*>(rt.calloc(1, sizeof(uint64_t)));
     rt.barrier_all();
     if (rt.rank() == 1) victim(rt);
-    const int rc = survivor(rt, sig);
-    if (rc == 0) say("PE OK rank %d", rt.rank());
-    return rc;
-  } catch (const std::exception& e) {
-    say("PE ERROR rank %d at %lld: %s", env_rank(), static_cast<long long>(now_ns()), e.what());
-    return kFailed;
-  }
+    return survivor(rt, sig);
+  });
 }
 
 }  // namespace faultpe

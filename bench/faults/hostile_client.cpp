@@ -28,6 +28,8 @@
 #include <thread>
 #include <vector>
 
+#include "bootstrap/wire.hpp"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -37,21 +39,13 @@ bool parse(const std::string& text, int* out) {
   return ec == std::errc() && end == text.data() + text.size();
 }
 
-// The store's frame header (src/bootstrap/wire.hpp), written out here: this program is a
-// foreign client and uses no gpucomm code.
-struct Header {
-  uint32_t magic;
-  uint16_t version;
-  uint16_t op;
-  int32_t rank;
-  uint32_t aux;
-  uint64_t seq;
-  uint32_t key_len;
-  uint32_t reserved;
-  uint64_t payload_len;
-};
-constexpr uint32_t kMagic = 0x4d4f4347;
-constexpr uint16_t kHello = 1, kSet = 3, kHelloOk = 2;
+// The store's frames (a foreign client that knows the format, not the token).
+using gpucomm::bootstrap::wire::Header;
+using gpucomm::bootstrap::wire::kMagic;
+using gpucomm::bootstrap::wire::kVersion;
+using gpucomm::bootstrap::wire::Op;
+constexpr auto kHello = static_cast<uint16_t>(Op::hello), kSet = static_cast<uint16_t>(Op::set),
+               kHelloOk = static_cast<uint16_t>(Op::hello_ok);
 
 int tcp_connect(const std::string& host, uint16_t port) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -94,7 +88,7 @@ bool accepted_hello(const std::string& reply) {
 }
 
 std::string header(uint16_t op, uint64_t payload_len, uint32_t aux = 2, int32_t rank = 1) {
-  Header h{kMagic, 1, op, rank, aux, 1, 0, 0, payload_len};
+  Header h{kMagic, kVersion, op, rank, aux, 1, 0, 0, payload_len};
   return std::string(reinterpret_cast<const char*>(&h), sizeof h);
 }
 

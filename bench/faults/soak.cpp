@@ -102,15 +102,7 @@ int soak(Runtime& rt, int seconds) {
 
 int run_soak(const std::string& scenario, int seconds) {
   if (scenario != "soak") return -1;
-  try {
-    Runtime rt;
-    const int rc = soak(rt, seconds > 0 ? seconds : 5);
-    if (rc == 0) say("PE OK rank %d", rt.rank());
-    return rc;
-  } catch (const std::exception& e) {
-    say("PE ERROR rank %d at %lld: %s", env_rank(), static_cast<long long>(now_ns()), e.what());
-    return kFailed;
-  }
+  return with_runtime([&](Runtime& rt) { return soak(rt, seconds > 0 ? seconds : 5); });
 }
 
 }  // namespace faultpe

@@ -27,6 +27,17 @@ def wait_failed(rt, seconds: float = 10.0) -> float:
     return time.monotonic() - start
 
 
+def barrier_fails(rt) -> None:
+    """A barrier the failed PE never joins: exits 0 once it raised PeerFailureError, saying when."""
+    start = time.monotonic()
+    try:
+        rt.barrier_all()
+    except gpucomm.PeerFailureError as e:
+        say(f"rank {rank} PeerFailureError after {time.monotonic() - start:.3f} s: {e}")
+        sys.exit(0)
+    sys.exit(3)
+
+
 if mode == "exception-in-with":
     # Rank 1 raises inside the block: the block aborts, the others' barrier raises at once.
     try:
@@ -34,15 +45,9 @@ if mode == "exception-in-with":
             rt.barrier_all()
             if rank == 1:
                 raise ValueError("injected on rank 1")
-            start = time.monotonic()
-            try:
-                rt.barrier_all()
-            except gpucomm.PeerFailureError as e:
-                say(f"rank {rank} PeerFailureError after {time.monotonic() - start:.3f} s: {e}")
-                sys.exit(0)
+            barrier_fails(rt)
     except ValueError:
         sys.exit(1)
-    sys.exit(3)
 
 if mode == "interrupt":
     # Rank 0 blocks in barrier_all (rank 1 never comes); a SIGINT must raise KeyboardInterrupt within
@@ -147,13 +152,7 @@ if mode == "uncaught":
     rt.barrier_all()
     if rank == 1:
         raise RuntimeError("uncaught on rank 1")
-    start = time.monotonic()
-    try:
-        rt.barrier_all()
-    except gpucomm.PeerFailureError as e:
-        say(f"rank {rank} PeerFailureError after {time.monotonic() - start:.3f} s: {e}")
-        sys.exit(0)
-    sys.exit(3)
+    barrier_fails(rt)
 
 print(f"unknown mode {mode}", file=sys.stderr)
 sys.exit(2)

@@ -114,6 +114,33 @@ int exit_status(pid_t pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+// A server of one memfd that expects rank 1 to be this process, serving on a thread once
+// start() is called; real_pe_is_served() then fetches as rank 1 and checks the counts.
+class FdExchangeServed : public ::testing::Test {
+ protected:
+  void SetUp() override { server.expect({{1, ::getpid()}}); }
+  void TearDown() override {
+    if (serving.joinable()) serving.join();
+  }
+  void start() { serving = serve(server, error); }
+  void real_pe_is_served(uint64_t rejected) {
+    auto fds = fetch_fds(server.path(), ::getpid(), 0, 1, secret, FdClock::now() + seconds(10));
+    serving.join();
+    ASSERT_EQ(fds.size(), 1u);
+    EXPECT_EQ(mark_of(fds[0]), Memfd::kMark);
+    ::close(fds[0]);
+    EXPECT_EQ(error, "");
+    EXPECT_EQ(server.stats().served, 1u);
+    EXPECT_EQ(server.stats().rejected, rejected);
+  }
+
+  Memfd m;
+  FdSecret secret = random_secret();
+  FdServer server{{m.fd}, secret};
+  std::string error;
+  std::thread serving;
+};
+
 TEST(FdExchangeHostile, DirectoryIsPrivateAndRemovedAfterwards) {
   Memfd m;
   std::string dir, path;
@@ -133,12 +160,8 @@ TEST(FdExchangeHostile, DirectoryIsPrivateAndRemovedAfterwards) {
 }
 
 // CI runs as root, so this always runs there (setpriv/setresuid to an unprivileged user).
-TEST(FdExchangeHostile, AnotherUserCannotReachTheSocket) {
+TEST_F(FdExchangeServed, AnotherUserCannotReachTheSocket) {
   if (::geteuid() != 0) GTEST_SKIP() << "switching to another user needs root (CI runs as root)";
-  Memfd m;
-  const FdSecret secret = random_secret();
-  FdServer server({m.fd}, secret);
-  server.expect({{1, ::getpid()}});
   // As user nobody, with a well-formed request: no way in.
   const std::string path = server.path();
   const std::string request = forged_request(1);
@@ -150,28 +173,14 @@ TEST(FdExchangeHostile, AnotherUserCannotReachTheSocket) {
     if (got > 0) return 1;                // received descriptors
     return err == EACCES ? 0 : 20 + err;  // refused by the directory's permissions
   });
-  std::string error;
-  std::thread t = serve(server, error);
+  start();
   const int status = exit_status(child);
   EXPECT_EQ(status, 0) << "user nobody reached the socket (status " << status << ")";
-  // The real PE is still served.
-  auto fds = fetch_fds(server.path(), ::getpid(), 0, 1, secret, FdClock::now() + seconds(10));
-  t.join();
-  ASSERT_EQ(fds.size(), 1u);
-  EXPECT_EQ(mark_of(fds[0]), Memfd::kMark);
-  ::close(fds[0]);
-  EXPECT_EQ(error, "");
-  EXPECT_EQ(server.stats().served, 1u);
-  EXPECT_EQ(server.stats().rejected, 0u);  // nobody never got as far as the server
+  real_pe_is_served(0);  // nobody never got as far as the server
 }
 
-TEST(FdExchangeHostile, WrongSecretGetsNothingAndIsNotCounted) {
-  Memfd m;
-  const FdSecret secret = random_secret();
-  FdServer server({m.fd}, secret);
-  server.expect({{1, ::getpid()}});
-  std::string error;
-  std::thread t = serve(server, error);
+TEST_F(FdExchangeServed, WrongSecretGetsNothingAndIsNotCounted) {
+  start();
   EXPECT_EQ(foreign_request(server.path(), forged_request(1)), 0);               // right pid and rank, wrong secret
   EXPECT_EQ(foreign_request(server.path(), forged_request(1).substr(0, 9)), 0);  // short request
   FdSecret other = secret;
@@ -182,63 +191,37 @@ TEST(FdExchangeHostile, WrongSecretGetsNothingAndIsNotCounted) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), Errc::peer_failure) << e.what();
   }
-  auto fds = fetch_fds(server.path(), ::getpid(), 0, 1, secret, FdClock::now() + seconds(10));
-  t.join();
-  ASSERT_EQ(fds.size(), 1u);
-  ::close(fds[0]);
-  EXPECT_EQ(error, "");
-  EXPECT_EQ(server.stats().served, 1u);
-  EXPECT_EQ(server.stats().rejected, 3u);
+  real_pe_is_served(3);
 }
 
-TEST(FdExchangeHostile, ProcessThatIsNotThePeIsRefused) {
-  Memfd m;
-  const FdSecret secret = random_secret();
-  FdServer server({m.fd}, secret);
-  server.expect({{1, ::getpid()}});
+TEST_F(FdExchangeServed, ProcessThatIsNotThePeIsRefused) {
   // Another process of this user, even with the secret and the rank: its pid is not rank 1's.
   const std::string path = server.path();
+  const FdSecret right = secret;
   const pid_t child = spawn([&] {
     try {
-      auto fds = fetch_fds(path, ::getppid(), 0, 1, secret, FdClock::now() + seconds(5));
+      auto fds = fetch_fds(path, ::getppid(), 0, 1, right, FdClock::now() + seconds(5));
       return fds.empty() ? 0 : 1;
     } catch (const Error&) {
       return 0;
     }
   });
-  std::string error;
-  std::thread t = serve(server, error);
-  const int status = exit_status(child);
-  EXPECT_EQ(status, 0) << "a process that is not the PE received descriptors";
-  auto fds = fetch_fds(server.path(), ::getpid(), 0, 1, secret, FdClock::now() + seconds(10));
-  t.join();
-  ASSERT_EQ(fds.size(), 1u);
-  ::close(fds[0]);
-  EXPECT_EQ(server.stats().served, 1u);
-  EXPECT_EQ(server.stats().rejected, 1u);
+  start();
+  EXPECT_EQ(exit_status(child), 0) << "a process that is not the PE received descriptors";
+  real_pe_is_served(1);
 }
 
-TEST(FdExchangeHostile, SilentClientIsDroppedAtItsDeadline) {
-  Memfd m;
-  const FdSecret secret = random_secret();
-  FdServer server({m.fd}, secret);
-  server.expect({{1, ::getpid()}});
-  std::string error;
-  std::thread t = serve(server, error);
+TEST_F(FdExchangeServed, SilentClientIsDroppedAtItsDeadline) {
+  start();
   sockaddr_un a{};
   a.sun_family = AF_UNIX;
   std::strncpy(a.sun_path, server.path().c_str(), sizeof a.sun_path - 1);
   int silent = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   ASSERT_EQ(::connect(silent, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  const auto start = FdClock::now();
-  auto fds = fetch_fds(server.path(), ::getpid(), 0, 1, secret, FdClock::now() + seconds(10));
-  const auto took = FdClock::now() - start;
-  t.join();
+  const auto start_at = FdClock::now();
+  real_pe_is_served(1);
+  EXPECT_LT(FdClock::now() - start_at, FdServer::kRequestDeadline + seconds(2));
   ::close(silent);
-  ASSERT_EQ(fds.size(), 1u);
-  ::close(fds[0]);
-  EXPECT_LT(took, FdServer::kRequestDeadline + seconds(2));
-  EXPECT_EQ(server.stats().rejected, 1u);
 }
 
 TEST(FdExchangeHostile, ClientChecksTheServersProcess) {
