@@ -154,7 +154,7 @@ int store_mode(const std::string& addr, int idle) {
 }
 
 // Paths of Unix sockets that look like gpucomm's (abstract names start with '@').
-std::set<std::string> candidate_sockets(int* dirs_denied) {
+std::set<std::string> candidate_sockets(int* dirs_unreadable) {
   std::set<std::string> out;
   std::ifstream unix_table("/proc/net/unix");
   std::string line;
@@ -174,7 +174,7 @@ std::set<std::string> candidate_sockets(int* dirs_denied) {
       const std::string sub = base + "/" + e->d_name;
       DIR* s = ::opendir(sub.c_str());
       if (!s) {
-        ++*dirs_denied;
+        ++*dirs_unreadable;  // another user's (mode 0700), or gone already
         out.insert(sub + "/fd.sock");  // try it anyway
         continue;
       }
@@ -239,11 +239,11 @@ int try_fdx(const std::string& path, bool* connected) {
 }
 
 int fdx_mode(int seconds) {
-  int attempts = 0, connected = 0, fds = 0, denied = 0;
+  int attempts = 0, connected = 0, fds = 0, unreadable = 0;
   std::set<std::string> seen;
   const auto end = Clock::now() + std::chrono::seconds(seconds);
   while (Clock::now() < end) {
-    for (const auto& path : candidate_sockets(&denied)) {
+    for (const auto& path : candidate_sockets(&unreadable)) {
       seen.insert(path);
       bool c = false;
       ++attempts;
@@ -254,8 +254,8 @@ int fdx_mode(int seconds) {
   }
   std::printf(
       "{\"mode\": \"fdx\", \"uid\": %d, \"sockets_seen\": %zu, \"tried\": %d, \"connected\": %d, "
-      "\"fds_received\": %d, \"dirs_denied\": %d}\n",
-      static_cast<int>(::geteuid()), seen.size(), attempts, connected, fds, denied);
+      "\"fds_received\": %d, \"dirs_unreadable\": %d}\n",
+      static_cast<int>(::geteuid()), seen.size(), attempts, connected, fds, unreadable);
   return fds == 0 ? 0 : 1;
 }
 

@@ -158,7 +158,7 @@ def kill(np: int, victim: int) -> dict:
     survivors = [r for r in range(np) if r != victim]
     ok = ended and pid is not None and job.named_first() == victim and job.proc.returncode == 128 + 9 and \
         job.errors_naming(victim, survivors) == survivors
-    return _result("kill", np, victim, job, t0, ok, TARGET_S)
+    return _result("kill" if victim else "kill-rank0", np, victim, job, t0, ok, TARGET_S)
 
 
 def stop(np: int, victim: int, timeout_s: float = 2.0) -> dict:
