@@ -9,8 +9,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 SCRIPT = str(Path(__file__).with_name("py_pe.py"))
 
 
