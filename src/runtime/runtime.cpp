@@ -207,11 +207,17 @@ void Runtime::finalize() {
   if (!bootstrap_->failed()) {
     try {
       quiet();
+    } catch (const std::exception& e) {  // a GPU that trapped still lets the others finalize
+      GPUCOMM_LOG(error, "finalize: " << e.what());
+    }
+    try {
       bootstrap_->barrier();
     } catch (const std::exception& e) {
       GPUCOMM_LOG(error, "finalize: " << e.what());
-      if (!bootstrap_->failed()) aborted_ = std::string("finalize failed: ") + e.what();
-      bootstrap_->abort(aborted_);
+      if (!bootstrap_->failed()) {
+        aborted_ = std::string("finalize failed: ") + e.what();
+        bootstrap_->abort(aborted_);
+      }
     }
   }
   release();
