@@ -4,9 +4,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <thread>
 
 #include "allocator_state.hpp"
 #include "bootstrap/rendezvous.hpp"
@@ -74,7 +76,18 @@ Runtime::~Runtime() {
 void Runtime::abort(const std::string& reason) {
   if (finalized_) return;
   aborted_ = reason.empty() ? std::string("aborted") : reason;
-  if (bootstrap_) bootstrap_->abort(aborted_);
+  if (bootstrap_) {
+    // A peer's failure this PE saw first (a transport error naming the dead PE) reaches the job's
+    // record through the store or the launcher within milliseconds: wait for it (up to 1 s), so
+    // that the record names that PE and not this one.
+    Errc last{};
+    if (!bootstrap_->failed() && last_error_on_this_thread(&last) && last == Errc::peer_failure) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+      while (!bootstrap_->failed() && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    bootstrap_->abort(aborted_);  // does nothing once the job failed
+  }
   release();
 }
 

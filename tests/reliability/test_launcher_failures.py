@@ -18,8 +18,8 @@ def run(gpucomm_env, *args, timeout: float = 60):
 
 
 def test_first_failure_in_time_is_named(gpucomm_env):
-    # Rank 2 is killed; 50 ms later the others fail with code 3 (as PEs do after a death).
-    prog = 'sleep 0.5; if [ "$GPUCOMM_RANK" = 2 ]; then kill -9 $$; fi; sleep 0.05; exit 3'
+    # Rank 2 is killed; a moment later the others fail with code 3 (as PEs do after a death).
+    prog = 'sleep 0.5; if [ "$GPUCOMM_RANK" = 2 ]; then kill -9 $$; fi; sleep 0.3; exit 3'
     r, _ = run(gpucomm_env, "-n", "4", "--", "sh", "-c", prog)
     assert "gpucomm run: rank 2 was killed by SIGKILL" in r.stderr, r.stderr
     assert r.returncode == 128 + 9

@@ -25,7 +25,7 @@ def test_exception_in_with_aborts_the_job(core_built, gpucomm_env):
     r, took, out = run(gpucomm_env, 3, "exception-in-with")
     assert took < 10, out
     for rank in (0, 2):
-        line = next(l for l in out.splitlines() if l.startswith(f"[{rank}] PY rank {rank} PeerFailureError"))
+        line = next((l for l in out.splitlines() if l.startswith(f"[{rank}] PY rank {rank} PeerFailureError")), "")
         assert "rank 1 aborted: ValueError: injected on rank 1" in line, out
         assert float(re.search(r"after ([\d.]+) s", line).group(1)) < 1.0, line
     assert re.search(r"gpucomm run: rank 1 (exited with code 1|failed)", out), out

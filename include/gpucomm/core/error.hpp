@@ -44,6 +44,10 @@ class Error : public std::runtime_error {
 // Throws Errc::invalid_argument naming the argument.
 [[noreturn]] void raise_arg(const std::string& call, const std::string& arg, const std::string& why);
 
+// The code of the last gpucomm::Error created on this thread, if any: while an exception unwinds
+// (where it cannot be caught), the runtime tells from it whether a peer's failure caused it.
+bool last_error_on_this_thread(Errc* code) noexcept;
+
 // The rank used in error and log prefixes of this process (-1 until the runtime knows it).
 void set_process_rank(int rank, int size) noexcept;
 int process_rank() noexcept;

@@ -108,7 +108,9 @@ class Runtime {
   std::string failure() const;
   // Fails the whole job now (every PE learns "rank R aborted: reason" within milliseconds, its
   // waits leave, kernels waiting on the device too) and closes this runtime without waiting for
-  // anybody: later operations raise Errc::aborted. Not collective; does nothing once closed.
+  // anybody: later operations raise Errc::aborted. Not collective; does nothing once closed, and
+  // names nobody new once the job failed (after a peer failure this thread raised, it first
+  // gives the job's record up to 1 s to name that peer).
   void abort(const std::string& reason);
   // True after abort() (called, or done by the destructor or a failed start-up).
   bool aborted() const { return !aborted_.empty(); }

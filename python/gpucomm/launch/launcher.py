@@ -12,6 +12,7 @@ import ctypes
 import dataclasses
 import os
 import secrets
+import selectors
 import signal
 import socket
 import subprocess
@@ -56,13 +57,29 @@ def _device_list(spec: str) -> list[int]:
         raise ValueError(f"--gpus: '{spec}' is not auto, none or a comma-separated list of GPU indices") from None
 
 
-def _pump(stream, rank: int, out, lock: threading.Lock) -> None:
-    prefix = f"[{rank}] ".encode()
-    for line in iter(stream.readline, b""):
-        with lock:
-            out.buffer.write(prefix + line if line.endswith(b"\n") else prefix + line + b"\n")
-            out.flush()
-    stream.close()
+def _pump(streams: list[tuple[object, int, object]]) -> None:
+    """Copies the PEs' output lines, prefixed with "[rank] ", in the order they arrive: one thread
+    waits on every pipe, so a line written a millisecond before another is printed before it (the
+    first PE to fail prints its error first)."""
+    sel = selectors.DefaultSelector()
+    partial: dict[int, bytes] = {}
+    for stream, rank, out in streams:
+        sel.register(stream, selectors.EVENT_READ, (rank, out))
+        partial[stream.fileno()] = b""
+    while sel.get_map():
+        for key, _ in sel.select():
+            rank, out = key.data
+            fd = key.fileobj.fileno()
+            data = os.read(fd, 65536)
+            if not data:  # EOF: flush a last line without its newline
+                sel.unregister(key.fileobj)
+                key.fileobj.close()
+                data = b"\n" if partial[fd] else b""
+            lines = (partial[fd] + data).split(b"\n")
+            partial[fd] = lines.pop()
+            if lines:
+                out.buffer.write(b"".join(f"[{rank}] ".encode() + line + b"\n" for line in lines))
+                out.flush()
 
 
 def launch(opts: LaunchOptions) -> int:
@@ -82,8 +99,6 @@ def launch(opts: LaunchOptions) -> int:
         log(f"{opts.nprocs} PEs, store at {host_text}:{port}, {mode}")
 
     pes: list[Pe] = []
-    pumps: list[threading.Thread] = []
-    lock = threading.Lock()
     try:
         for rank in range(opts.nprocs):
             env = dict(os.environ)
@@ -121,14 +136,14 @@ def launch(opts: LaunchOptions) -> int:
     finally:
         listener.close()  # rank 0 holds its own copy
 
+    pump = None
     if opts.tag_output:
-        for pe in pes:
-            for stream, out in ((pe.proc.stdout, sys.stdout), (pe.proc.stderr, sys.stderr)):
-                t = threading.Thread(target=_pump, args=(stream, pe.rank, out, lock), daemon=True)
-                t.start()
-                pumps.append(t)
+        streams = [(s, pe.rank, out) for pe in pes
+                   for s, out in ((pe.proc.stdout, sys.stdout), (pe.proc.stderr, sys.stderr))]
+        pump = threading.Thread(target=_pump, args=(streams,), daemon=True)
+        pump.start()
     try:
         return Supervisor(pes, opts.kill_grace, opts.timeout).run()
     finally:
-        for t in pumps:
-            t.join(timeout=5)
+        if pump is not None:
+            pump.join(timeout=5)
