@@ -39,19 +39,29 @@ def barrier_fails(rt) -> None:
 
 
 if mode == "exception-in-with":
-    # Rank 1 raises inside the block: the block aborts, the others' barrier raises at once.
+    # Rank 1 raises inside the block: the block aborts, the others' barrier raises at once. A slow
+    # PE may still be in the first barrier when rank 1 leaves it and aborts: that one fails then.
     try:
         with gpucomm.Runtime() as rt:
+            start = time.monotonic()
             rt.barrier_all()
             if rank == 1:
                 raise ValueError("injected on rank 1")
-            barrier_fails(rt)
+            start = time.monotonic()
+            rt.barrier_all()
+        sys.exit(3)
     except ValueError:
         sys.exit(1)
+    except gpucomm.PeerFailureError as e:
+        say(f"rank {rank} PeerFailureError after {time.monotonic() - start:.3f} s: {e}")
+        sys.exit(0)
 
 if mode == "interrupt":
     # Rank 0 blocks in barrier_all (rank 1 never comes); a SIGINT must raise KeyboardInterrupt within
     # a second while another Python thread keeps running (the lock is released).
+    # Python leaves SIGINT ignored when it was ignored at start (a job started in the background
+    # of a non-interactive shell): install the default handler, which raises KeyboardInterrupt.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     with gpucomm.Runtime() as rt:
         rt.barrier_all()
         if rank == 1:
