@@ -1,19 +1,44 @@
 include(GNUInstallDirs)
-# Where tool executables install: inside the Python package for wheels, libexec otherwise.
+# Where things install. A wheel carries everything inside the Python package folder `gpucomm/`:
+# the libraries beside the extension, the tools in _bin, and the C++ package (headers and the
+# CMake config), so that `find_package(gpucomm)` works against an installed wheel with
+# CMAKE_PREFIX_PATH=$(python -m gpucomm --cmake-prefix-path). Otherwise the usual prefix layout.
 if(SKBUILD)
   set(GPUCOMM_INSTALL_TOOLDIR gpucomm/_bin)
+  set(GPUCOMM_INSTALL_LIBDIR gpucomm)
+  set(GPUCOMM_INSTALL_INCLUDEDIR gpucomm/include)
+  set(GPUCOMM_INSTALL_CMAKEDIR gpucomm/lib/cmake/gpucomm)
 else()
   set(GPUCOMM_INSTALL_TOOLDIR ${CMAKE_INSTALL_LIBEXECDIR}/gpucomm)
+  set(GPUCOMM_INSTALL_LIBDIR ${CMAKE_INSTALL_LIBDIR})
+  set(GPUCOMM_INSTALL_INCLUDEDIR ${CMAKE_INSTALL_INCLUDEDIR})
+  set(GPUCOMM_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/gpucomm)
 endif()
 
 # Compiler flags shared by every gpucomm target, through the INTERFACE target gpucomm_flags.
 add_library(gpucomm_flags INTERFACE)
+# The CUDA runtime for this project's own targets (libgpucomm links it privately; tests and tools
+# call it from host code). It is not part of gpucomm::gpucomm's link interface: programs that use
+# only the host API build and link without a CUDA toolkit.
+target_link_libraries(gpucomm_flags INTERFACE CUDA::cudart_static)
 target_compile_options(gpucomm_flags INTERFACE
   $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wno-unused-parameter>
   $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -Xcompiler=-Wall,-Wextra,-Wno-unused-parameter>)
 if(GPUCOMM_WARNINGS_AS_ERRORS)
   target_compile_options(gpucomm_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Werror>
                                                  $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings -Xcompiler=-Werror>)
+  # GCC's flow-sensitive warnings depend on how far -O3 inlines and give false positives there
+  # (GCC 12: maybe-uninitialized on moved strings, restrict on string concatenation). In Release
+  # they stay warnings, so that the release preset builds with any GCC; the CI build (-O2) keeps
+  # them errors.
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    set(gcc_o3_only maybe-uninitialized restrict array-bounds stringop-overflow stringop-overread dangling-pointer)
+    list(TRANSFORM gcc_o3_only PREPEND "-Wno-error=" OUTPUT_VARIABLE cxx_demoted)
+    list(JOIN cxx_demoted "," cuda_demoted)
+    target_compile_options(gpucomm_flags INTERFACE
+      $<$<AND:$<CONFIG:Release>,$<COMPILE_LANGUAGE:CXX>>:${cxx_demoted}>
+      $<$<AND:$<CONFIG:Release>,$<COMPILE_LANGUAGE:CUDA>>:-Xcompiler=${cuda_demoted}>)
+  endif()
 endif()
 if(GPUCOMM_CHECKED)
   target_compile_definitions(gpucomm_flags INTERFACE GPUCOMM_CHECKED=1)

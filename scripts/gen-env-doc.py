@@ -6,9 +6,13 @@ from pathlib import Path
 
 root = Path(__file__).resolve().parent.parent
 src = (root / "src/core/env.cpp").read_text()
-# Descriptions may be split into adjacent string literals (clang-format breaks long lines).
-entries = re.findall(r'\{"(GPUCOMM_[A-Z0-9_]+)",\s*"([^"]*)",\s*((?:"(?:[^"\\]|\\.)*"\s*)+)\}', src)
-rows = [(n, d, "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', lits))) for n, d, lits in entries]
+# {"NAME", "default", "meaning" ...}: the meaning may be several adjacent string literals (the
+# formatter splits long ones across lines); they are joined as the compiler joins them.
+literal = r'"(?:[^"\\]|\\.)*"'
+rows = []
+for m in re.finditer(rf'\{{"(GPUCOMM_[A-Z0-9_]+)",\s*"([^"]*)",\s*((?:{literal}\s*)+)\}}', src):
+    desc = "".join(part[1:-1] for part in re.findall(literal, m.group(3)))
+    rows.append((m.group(1), m.group(2), desc))
 out = ["# gpucomm environment variables", "",
        "Every variable gpucomm reads. An unknown `GPUCOMM_*` variable draws a warning at start-up.",
        "This file is generated from `src/core/env.cpp` by `scripts/gen-env-doc.py`; a test checks",

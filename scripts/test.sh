@@ -3,7 +3,8 @@
 #   1. the CI build (all .cu files compiled) with CTest (GoogleTest, multi-process tests,
 #      install + find_package consumer) and pytest against the build tree;
 #   2. lint: scripts/lint.sh (pinned clang-format and clang-tidy) against the CI build;
-#   3. `pip install .` and a smoke test of the installed package and its `gpucomm` command;
+#   3. the wheel, built once: installed, a smoke test of the package and its `gpucomm` command,
+#      and the C++ consumer project (tests/consumer) built against the installed wheel;
 #   4. the host code again under ASan+UBSan, and the concurrent code under TSan.
 # GPU tests skip themselves with a reason where no GPU exists. Every step prints its wall time
 # and a table of step times ends the run; the run fails if it took longer than the budget.
@@ -89,12 +90,18 @@ else
 fi
 
 if [ "$quick" = 0 ]; then
-  step install "pip install . and smoke test of the installed package"
-  "$PY" -m pip install -q --no-build-isolation . || failed+=("pip install")
-  (cd /tmp && "$PY" -c "import gpucomm, gpucomm._core; print('installed gpucomm', gpucomm.__version__)" \
-     && gpucomm --help >/dev/null && gpucomm info >/dev/null \
-     && GPUCOMM_DEVICE=host gpucomm bench pingpong --quick --sizes 8 >/dev/null && echo "installed package ok") \
-     || failed+=("installed package")
+  step install "the wheel (built once), installed; smoke test; C++ consumers against it"
+  rm -rf build/wheelhouse
+  if "$PY" -m pip wheel -q --no-build-isolation --no-deps -w build/wheelhouse . \
+     && "$PY" -m pip install -q --force-reinstall --no-deps build/wheelhouse/gpucomm-*.whl; then
+    (cd /tmp && "$PY" -c "import gpucomm, gpucomm._core; print('installed gpucomm', gpucomm.__version__)" \
+       && gpucomm --help >/dev/null && gpucomm info >/dev/null && test -f "$(gpucomm --cmake-dir)/gpucommConfig.cmake" \
+       && GPUCOMM_DEVICE=host gpucomm bench pingpong --quick --sizes 8 >/dev/null && echo "installed package ok") \
+       || failed+=("installed package")
+    PYTHON="$PY" bash tests/consumer/run_consumer_test.sh wheel "$PWD" || failed+=("wheel consumer")
+  else
+    failed+=("wheel")
+  fi
 
   step asan-build "ASan+UBSan build (host code)"
   cmake --preset asan >/dev/null

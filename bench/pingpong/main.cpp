@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
   cfg.sizes = {8, 1024, 65536};
   std::string json;
   std::string cmdline;
-  for (int i = 0; i < argc; ++i) cmdline += (i ? " " : "") + std::string(argv[i]);
+  for (int i = 0; i < argc; ++i) cmdline.append(i ? " " : "").append(argv[i]);  // appends: GCC 12 -O3 -Wrestrict
   try {
     for (int i = 1; i < argc; ++i) {
       std::string a = argv[i];

@@ -5,11 +5,13 @@
 // each point is the median of several trials after a warm-up.
 //   put_signal_latency   one-way (2 PEs) or round trip (1 PE), thread and block level, 8 B..64 KB
 //   put_bw               block-level puts from 1, 8 and 32 CTAs (each puts its share), 64 KB..256 MB
-//   p_msg_rate           8-byte puts issued by GPU threads (32 and 132 CTAs; fewer puts through an agent)
+//   p_msg_rate           8-byte puts issued by GPU threads (32 and 132 CTAs), each to a word of its own
 //   host_p_rate          8-byte puts issued by the CPU through the host API (one call each)
 //   host_copy_rate       8-byte cudaMemcpyAsync issued back to back by the CPU (CPU-issued reference)
-//   copy_engine_bw       cudaMemcpyAsync into the target's mapping (raw copy-engine reference)
+//   copy_engine_bw       cudaMemcpyAsync into the target's mapping, back to back, timed like put_bw
 //   proxy_cpu_us_per_op  CPU time the proxy threads spent per operation during p_msg_rate
+//   floors               flag round trips and CPU-issued writes with plain CUDA (floors.hpp)
+//   stages               latency breakdown of a traced run (GPUCOMM_PROXY_TRACE=1, stages.hpp)
 #include <cuda_runtime.h>
 #include <stdlib.h>
 
@@ -22,9 +24,11 @@
 
 #include "../rma/harness.hpp"
 #include "../rma/results.hpp"
+#include "floors.hpp"
 #include "gpucomm/core/env.hpp"
 #include "gpucomm/gpucomm.hpp"
 #include "proxy_kernels.cuh"
+#include "stages.hpp"
 
 #ifndef GPUCOMM_GIT_COMMIT
 #define GPUCOMM_GIT_COMMIT "unknown"
@@ -53,7 +57,7 @@ struct Bench : bench::Harness {
     h = rt.device_handle();
     sym = static_cast<char*>(rt.malloc(max_bytes));
     sig = static_cast<uint64_t*>(rt.calloc(16, sizeof(uint64_t)));
-    words = static_cast<uint64_t*>(rt.calloc(size_t(132) * 512, sizeof(uint64_t)));
+    words = static_cast<uint64_t*>(rt.calloc(proxy_bench::kRateWords, sizeof(uint64_t)));
     ck(cudaMalloc(&local, max_bytes), "cudaMalloc");
     ck(cudaMemset(local, 0x5A, max_bytes), "cudaMemset");
   }
@@ -87,8 +91,10 @@ struct Bench : bench::Harness {
     for (size_t b = size_t(64) << 10; b <= max_bytes; b *= quick ? 16 : 4) sizes.push_back(b);
     if (sizes.back() != max_bytes) sizes.push_back(max_bytes);
     for (size_t b : sizes) {
+      // Back-to-back puts (and raw copies, timed the same way) of about 4 GB per trial from 64 MB:
+      // the fixed start and completion of a trial weigh little against the copies.
       const int reps =
-          static_cast<int>(std::max<size_t>(1, std::min<size_t>(quick ? 50 : 200, (size_t(256) << 20) / b)));
+          static_cast<int>(std::max<size_t>(16, std::min<size_t>(quick ? 64 : 256, (size_t(4) << 30) / b)));
       for (int ctas : {1, 8, 32}) {  // 1 CTA: one descriptor of the whole size per repetition
         measure(
             {"put_bw", "block", b, ctas, "GB/s", {}}, 1,
@@ -110,8 +116,8 @@ struct Bench : bench::Harness {
 
   void rates(bool via_agent) {
     // Through an agent every operation is a descriptor: fewer of them keep a trial short.
-    const int per_thread = via_agent ? (quick ? 2 : 8) : (quick ? 16 : 64);
-    const int threads = via_agent ? 64 : 512;
+    const int per_thread = via_agent ? (quick ? 8 : 32) : (quick ? 16 : 64);
+    const int threads = via_agent ? 256 : 512;
     for (int ctas : {32, 132}) {
       const double ops = static_cast<double>(ctas) * threads * per_thread;
       const TransportInfo before = rt.transport_info();
@@ -128,7 +134,7 @@ struct Bench : bench::Harness {
       }
     }
     // CPU-issued: the host API, one blocking call per 8-byte put; and raw async copies.
-    const int host_ops = via_agent ? (quick ? 500 : 5000) : (quick ? 2000 : 20000);
+    const int host_ops = quick ? 2000 : 20000;
     Result api{"host_p_rate", "host_api", 8, 0, "Mops/s", {}};
     Result raw{"host_copy_rate", "cpu_async_copy", 8, 0, "Mops/s", {}};
     char* target = static_cast<char*>(rt.ptr(words, peer));
@@ -157,6 +163,27 @@ struct Bench : bench::Harness {
     }
     rt.barrier_all();
   }
+
+  // Floors with plain CUDA, on PE 0 (the other PE waits at the barrier).
+  void floors() {
+    if (rt.rank() == 0) {
+      std::vector<Result> out;
+      proxy_bench::measure_floors(trials, quick, out);
+      for (auto& r : out) add(std::move(r));
+    }
+    rt.barrier_all();
+  }
+
+  // Latency breakdown of a traced run (1 PE, GPUCOMM_PROXY_TRACE=1).
+  void stages() {
+    const proxy_bench::ClockSync sync = proxy_bench::calibrate_clocks();
+    std::vector<Result> out;
+    if (!proxy_bench::measure_stages(rt, h, sym, local, sig, base, quick ? 500 : 2000, sync, out)) {
+      std::printf("  stages: skipped (needs 1 PE, a proxy transport and GPUCOMM_PROXY_TRACE=1)\n");
+      return;
+    }
+    for (auto& r : out) add(std::move(r));
+  }
 };
 
 }  // namespace
@@ -175,7 +202,8 @@ int main(int argc, char** argv) {
       only = argv[++i];
     } else if (a == "-h" || a == "--help") {
       std::printf(
-          "usage: gpucomm run -n 1|2 -- gpucomm-bench-proxy [--quick] [--only latency,bandwidth,rate] [--json FILE]\n"
+          "usage: gpucomm run -n 1|2 -- gpucomm-bench-proxy [--quick] [--only latency,bandwidth,rate,floors,stages] "
+          "[--json FILE]\n"
           "The path comes from GPUCOMM_TRANSPORT (and GPUCOMM_PROXY_*, GPUCOMM_AGENT_*); `gpucomm bench proxy` runs "
           "them all.\n");
       return 0;
@@ -206,7 +234,9 @@ int main(int argc, char** argv) {
           info.proxy_threads, quick ? " (quick)" : "");
     }
     Bench b(rt, quick, max_bytes);
+    if (wanted("floors")) b.floors();
     if (wanted("latency")) b.latency();
+    if (!only.empty() && wanted("stages")) b.stages();
     if (wanted("rate")) b.rates(info.agent != "none");
     if (wanted("bandwidth")) b.bandwidth();
     if (rt.rank() == 0 && !json.empty()) {

@@ -39,10 +39,16 @@ __global__ void k_put_bw(DeviceHandle h, char* dst, const char* src, size_t byte
   device::quiet(coop::Block{}, h);
 }
 
-// Message rate: every thread puts `per_thread` 8-byte values (p) to its own word on `pe`.
+// Words of the message-rate kernel: every put of a trial goes to a word of its own (modulo this).
+inline constexpr size_t kRateWords = size_t(1) << 20;
+
+// Message rate: every thread puts `per_thread` 8-byte values (p) to `pe`, sweep i of the grid to
+// words [i * threads, (i + 1) * threads) (no agent can merge two writes of one word).
 __global__ void k_msg_rate(DeviceHandle h, uint64_t* words, int per_thread, int pe) {
-  const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
-  for (int i = 0; i < per_thread; ++i) device::p(h, &words[t], static_cast<uint64_t>(i), pe);
+  const uint64_t threads = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  const uint64_t t = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
+  for (int i = 0; i < per_thread; ++i)
+    device::p(h, &words[(static_cast<uint64_t>(i) * threads + t) & (kRateWords - 1)], static_cast<uint64_t>(i), pe);
   device::quiet(coop::Thread{}, h);
 }
 

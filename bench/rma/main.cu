@@ -183,7 +183,7 @@ struct Bench : bench::Harness {
 int main(int argc, char** argv) {
   bool quick = false;
   std::string json, cmdline;
-  for (int i = 0; i < argc; ++i) cmdline += (i ? " " : "") + std::string(argv[i]);
+  for (int i = 0; i < argc; ++i) cmdline.append(i ? " " : "").append(argv[i]);  // appends: GCC 12 -O3 -Wrestrict
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--quick") {

@@ -183,9 +183,18 @@ int main(int argc, char** argv) {
     std::vector<Result> results;
     const std::vector<uint64_t> lat_sizes = {8, 64, 512, 4096, 32768, 262144, 1 << 20};
     const std::vector<uint64_t> bw_sizes = {8, 64, 512, 4096, 32768, 262144, 1 << 20, 4 << 20, 16 << 20};
-    results.reserve(lat_sizes.size());
-    for (uint64_t s : lat_sizes) results.push_back(b.latency(s, iters_for(s, quick, 2000), quick ? 50 : 200));
-    for (uint64_t s : bw_sizes) results.push_back(b.bandwidth(s, iters_for(s, quick, 100), quick ? 2 : 5));
+    results.reserve(lat_sizes.size() + bw_sizes.size());
+    const size_t points = lat_sizes.size() + bw_sizes.size();
+    // Progress on standard error (the whole run takes seconds to minutes): one line per point.
+    auto done = [&](const Result& r) {
+      results.push_back(r);
+      if (rt.rank() == 0) {
+        std::fprintf(stderr, "gpucomm-bench-ucx: [%zu/%zu] %s %llu B: %.3f %s\n", results.size(), points,
+                     r.name.c_str(), static_cast<unsigned long long>(r.bytes), r.median, r.unit);
+      }
+    };
+    for (uint64_t s : lat_sizes) done(b.latency(s, iters_for(s, quick, 2000), quick ? 50 : 200));
+    for (uint64_t s : bw_sizes) done(b.bandwidth(s, iters_for(s, quick, 100), quick ? 2 : 5));
     if (rt.rank() == 0) {
       std::printf("%-8s %10s %8s %12s %12s\n", "test", "bytes", "iters", "median", "unit");
       for (const Result& r : results) {

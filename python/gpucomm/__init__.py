@@ -5,9 +5,19 @@ The host API comes from the compiled extension ``gpucomm._core``; the command-li
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 __version__ = "0.1.0"
 
 from .errors import AbortError, Error, InvalidArgumentError, PeerFailureError, TimeoutError  # noqa: A004,F401
+# The C++ package inside an installed wheel: CMAKE_PREFIX_PATH=gpucomm.cmake_prefix_path makes
+# find_package(gpucomm) work (also `python -m gpucomm --cmake-prefix-path` / `--cmake-dir`).
+from gpucomm._sdk import cmake_prefix_path, get_cmake_dir, get_include  # noqa: E402,F401
+
+
+if TYPE_CHECKING:  # the names __getattr__ hands out, for type checkers (python/gpucomm/_core.pyi)
+    from gpucomm._core import (Cmp, Runtime, SignalOp, Team, cuda_device_count, env_variables,  # noqa: F401
+                               topology_json, topology_text)
 
 
 def _load_core():

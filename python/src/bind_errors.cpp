@@ -44,6 +44,8 @@ void translate(const std::exception_ptr& p, void*) {
   try {
     std::rethrow_exception(p);
   } catch (const gpucomm::Error& e) {
+    // A wait that a signal handler interrupted: the handler's exception (KeyboardInterrupt) is set.
+    if (e.code() == gpucomm::Errc::aborted && PyErr_Occurred()) return;
     nb::object cls = nb::borrow(g_class_for)(code_name(e.code()));
     nb::object exc = cls(e.what());
     exc.attr("code") = code_name(e.code());

@@ -1,7 +1,8 @@
-// gpucomm.Runtime for Python: identity, barriers, symmetric arrays (DLPack, device type CUDA on
-// GPU PEs and CPU on host-memory PEs) and host-side put/get on them. Blocking calls release the
-// interpreter's lock and react to Ctrl-C (blocking.hpp); errors are gpucomm.Error classes
-// (bind_errors.cpp); arrays keep their heap memory mapped after the runtime closes.
+// gpucomm.Runtime for Python: identity, barriers and symmetric arrays (DLPack, device type CUDA on
+// GPU PEs and CPU on host-memory PEs). The one-sided calls on them (put/get included) are added by
+// bind_rma.cpp, bind_stream_ops.cpp and bind_teams.cpp. Blocking calls release the interpreter's
+// lock and react to Ctrl-C (blocking.hpp); errors are gpucomm.Error classes (bind_errors.cpp);
+// arrays keep their heap memory mapped after the runtime closes.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
@@ -180,6 +181,11 @@ void close_at_exit() {
 
 }  // namespace
 
+// The Runtime of a gpucomm.Runtime object, for the methods other files add (py_runtime.hpp).
+gpucomm::Runtime& py_runtime(nb::handle self) {
+  return nb::cast<PyRuntime&>(self).rt();
+}
+
 void bind_runtime(nb::module_& m) {
   nb::class_<PyRuntime>(m, "Runtime",
                         "A gpucomm PE (collective: every process of the job creates one). Use as a context manager; "
@@ -246,26 +252,6 @@ void bind_runtime(nb::module_& m) {
             blocking([&] { r.free(p); });
           },
           nb::arg("array"), "Collective: returns a symmetric array's memory.")
-      .def(
-          "put",
-          [](PyRuntime& s, const AnyArray& dst, const AnyArray& src, int pe) {
-            if (nbytes(dst) != nbytes(src)) gpucomm::raise_arg("put", "src", "dst and src differ in size");
-            void* d = s.sym_address(dst, "put", "dst");
-            Runtime& r = s.rt();
-            blocking([&] { r.put(d, src.data(), nbytes(src), pe); });
-          },
-          nb::arg("dst"), nb::arg("src"), nb::arg("pe"),
-          "Copies src (host or device memory) into PE pe's copy of the symmetric array dst.")
-      .def(
-          "get",
-          [](PyRuntime& s, const AnyArray& dst, const AnyArray& src, int pe) {
-            if (nbytes(dst) != nbytes(src)) gpucomm::raise_arg("get", "dst", "dst and src differ in size");
-            void* from = s.sym_address(src, "get", "src");
-            Runtime& r = s.rt();
-            blocking([&] { r.get(dst.data(), from, nbytes(src), pe); });
-          },
-          nb::arg("dst"), nb::arg("src"), nb::arg("pe"),
-          "Copies PE pe's copy of the symmetric array src into dst (host or device memory).")
       .def(
           "peer_address",
           [](PyRuntime& s, const AnyArray& a, int pe) {

@@ -32,4 +32,18 @@ decltype(auto) blocking(Fn&& fn) {
   }
 }
 
+// The same as a scope, for blocks that wrap a call inline: releases the lock and installs the
+// interrupt check while it lives. An interrupt's Python exception (set by the handler) is kept by
+// the error translator (bind_errors.cpp) instead of the Errc::aborted that ended the wait.
+class Unlocked {
+ public:
+  Unlocked() = default;
+  Unlocked(const Unlocked&) = delete;
+  Unlocked& operator=(const Unlocked&) = delete;
+
+ private:
+  nanobind::gil_scoped_release release_;
+  InterruptScope interrupts_{&python_signal_pending, nullptr};
+};
+
 }  // namespace gpucomm::python

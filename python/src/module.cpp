@@ -7,9 +7,11 @@
 namespace nb = nanobind;
 
 void bind_all(nb::module_& m);
+void bind_patterns(nb::module_& m);  // gpucomm.patterns
 
 NB_MODULE(_core, m) {
   m.doc() = "gpucomm host API";
   m.attr("__version__") = GPUCOMM_VERSION_STRING;
   bind_all(m);
+  bind_patterns(m);
 }

@@ -88,9 +88,21 @@ constexpr Variable kVariables[] = {
     {"GPUCOMM_PROXY_IDLE_US", "50",
      "Longest sleep of an idle CPU proxy thread in microseconds (0: spin; lower is faster after idling, higher saves "
      "CPU)."},
+    {"GPUCOMM_PROXY_MEMOPS", "1",
+     "1: the CPU proxy writes inline puts, set signals and its completion marks with stream memory operations "
+     "(cuStreamBatchMemOp) where the driver offers them; 0: with kernels and events."},
+    {"GPUCOMM_PROXY_MEMOP_MAX", "64",
+     "Small writes of one CPU proxy round issued as stream memory operations at most; a round with more goes as one "
+     "scatter kernel."},
+    {"GPUCOMM_PROXY_TRACE", "0",
+     "1: every descriptor queue records per-entry timestamps (post, agent sees it, issued, completed) that `gpucomm "
+     "bench proxy` turns into a latency breakdown; costs a few stores per entry."},
     {"GPUCOMM_AGENT_BLOCKS", "1", "Blocks of the GPU service agent (transport proxy-gpu)."},
     {"GPUCOMM_AGENT_THREADS", "256",
      "Threads per block of the GPU service agent; each warp serves a share of the queues."},
+    {"GPUCOMM_PATTERN_TUNE_FILE", "",
+     "File where the pattern layer's autotune keeps its winners across processes (one `KEY STRATEGY` line each; rank "
+     "0 appends); unset, winners are cached per process only."},
     {"GPUCOMM_AGENT_IDLE_US", "500",
      "The GPU service agent leaves the GPU after this many microseconds without work and is started again by the next "
      "post (0: it stays until finalize; then cudaFree and cudaDeviceSynchronize wait for finalize)."},

@@ -11,6 +11,14 @@
 
 namespace gpucomm::proxy {
 
+// One inline write of a scatter batch: `bytes` (1..8) of `value` at `addr` (packed: the size in the
+// top 4 bits of `addr_bytes`; device addresses use fewer than 60 bits).
+struct ScatterWrite {
+  uint64_t addr_bytes;
+  uint64_t value;
+};
+inline constexpr int kScatterSizeShift = 60;
+
 // Loads the kernels now: with CUDA's lazy loading, a first launch behind a kernel that waits for
 // the proxy would wait for that kernel (see the runtime's preload_kernels).
 cudaError_t preload_copy_engine_kernels();
@@ -18,6 +26,8 @@ cudaError_t preload_copy_engine_kernels();
 cudaError_t launch_signal_at(uint64_t* addr, uint64_t value, SignalOp op, cudaStream_t s);
 // One AtomicOp (4 or 8 bytes; operand order of ops.hpp) on the word at `addr`; the old value
 // (zero-extended) lands in *result when it is not null.
+// Performs the `n` writes of `w` (pinned host memory; no two touch the same byte), one thread each.
+cudaError_t launch_scatter(const ScatterWrite* w, uint32_t n, cudaStream_t s);
 cudaError_t launch_atomic_at(AtomicOp op, unsigned width, void* addr, uint64_t operand, uint64_t compare,
                              uint64_t* result, cudaStream_t s);
 

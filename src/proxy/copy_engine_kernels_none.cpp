@@ -10,6 +10,9 @@ cudaError_t preload_copy_engine_kernels() {
 cudaError_t launch_signal_at(uint64_t*, uint64_t, SignalOp, cudaStream_t) {
   return cudaErrorNotSupported;
 }
+cudaError_t launch_scatter(const ScatterWrite*, uint32_t, cudaStream_t) {
+  return cudaErrorNotSupported;
+}
 cudaError_t launch_atomic_at(AtomicOp, unsigned, void*, uint64_t, uint64_t, uint64_t*, cudaStream_t) {
   return cudaErrorNotSupported;
 }

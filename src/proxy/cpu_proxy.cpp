@@ -34,6 +34,15 @@ void store_release(T* p, T v) {
   std::atomic_ref<T>(*p).store(v, std::memory_order_release);
 }
 
+uint64_t host_ns() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count());
+}
+// One stage of a trace record (GPUCOMM_PROXY_TRACE): relaxed stores, read after completion.
+void stamp(uint64_t& field, uint64_t ns) {
+  std::atomic_ref<uint64_t>(field).store(ns, std::memory_order_relaxed);
+}
+
 double thread_cpu_seconds(pthread_t th) {
   clockid_t cid;
   timespec ts{};
@@ -55,6 +64,7 @@ struct QueueState {
 
 struct Worker {
   std::vector<std::unique_ptr<QueueState>> queues;
+  std::vector<TraceRecord*> issued;  // trace records of the entries started this round
   std::unique_ptr<Executor> exec;
   std::thread th;
   std::atomic<uint64_t> executed{0};
@@ -98,6 +108,12 @@ struct CpuProxy::Impl {
       const Descriptor* d = q.reader.ready(q.next, limit);
       if (!d) break;
       const uint64_t t = q.next;
+      if (q.v.trace) {
+        TraceRecord& rec = q.v.trace[t & (q.v.capacity - 1)];
+        stamp(rec.seen, host_ns());
+        std::atomic_ref<uint32_t>(rec.clocks).fetch_or(kTraceAgentHost, std::memory_order_relaxed);
+        w.issued.push_back(&rec);
+      }
       uint64_t* done = &q.done[t & (q.v.capacity - 1)];
       store_release(done, uint64_t(0));
       try {
@@ -127,6 +143,10 @@ struct CpuProxy::Impl {
     while (c < q.next && load_acquire(&q.done[c & (q.v.capacity - 1)])) ++c;
     size_t added = static_cast<size_t>(c - q.completed);
     if (added) {
+      if (q.v.trace) {
+        const uint64_t now = host_ns();
+        for (uint64_t t = q.completed; t < c; ++t) stamp(q.v.trace[t & (q.v.capacity - 1)].completed, now);
+      }
       q.completed = c;
       store_release(q.v.completed, c);
     }
@@ -169,6 +189,11 @@ struct CpuProxy::Impl {
       try {
         for (auto& q : w.queues) work += poll(w, *q);
         w.exec->flush();
+        if (!w.issued.empty()) {
+          const uint64_t now = host_ns();
+          for (TraceRecord* rec : w.issued) stamp(rec->issued, now);
+          w.issued.clear();
+        }
         if (work || idle_progress || w.exec->busy()) w.exec->progress();
       } catch (const std::exception& e) {
         fail_all(w, QueueFault::transport, e.what());

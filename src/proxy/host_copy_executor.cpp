@@ -31,6 +31,10 @@ void HostCopyExecutor::start(const Descriptor& d, uint64_t* done) {
       if (d.bytes) std::memmove(at(d.pe, d.remote), reinterpret_cast<const void*>(d.local), d.bytes);
       mem::host_signal(reinterpret_cast<uint64_t*>(at(d.pe, d.sig)), static_cast<SignalOp>(d.op), d.value);
       break;
+    case Opcode::put_signal_inline:
+      std::memcpy(at(d.pe, d.remote), &d.compare, d.bytes);
+      mem::host_signal(reinterpret_cast<uint64_t*>(at(d.pe, d.sig)), static_cast<SignalOp>(d.op), d.value);
+      break;
     case Opcode::signal:
       mem::host_signal(reinterpret_cast<uint64_t*>(at(d.pe, d.sig)), static_cast<SignalOp>(d.op), d.value);
       break;

@@ -115,8 +115,14 @@ Queue::Queue(const QueueConfig& cfg, uint32_t id) : cfg_(cfg) {
   Slot ring = place(ring_mem, size_t(cap) * sizeof(Descriptor));
   Slot head = place(producer_mem, 8), cache = place(producer_mem, 8), results = place(producer_mem, size_t(cap) * 8);
   Slot consumed = place(polled, 8), completed = place(polled, 8);
+  // GPU producers of a CPU agent wait on device-memory copies of consumed/completed that one
+  // waiter at a time refreshes (descriptor.hpp); the others poll the agent's words directly.
+  const bool mirrored = cfg.producer == Side::gpu && cfg.agent == Side::cpu;
+  Slot completed_cache = mirrored ? place(producer_mem, 8) : Slot{Where::host, 0};
+  Slot poller = mirrored ? place(producer_mem, 4) : Slot{Where::host, 0};
   Slot doorbell = place(agent_mem, 8);
   Slot status = place(shared_host, 4), ticket = place(shared_host, 8), field = place(shared_host, 4);
+  Slot trace = cfg.trace ? place(shared_host, size_t(cap) * sizeof(TraceRecord)) : Slot{Where::host, 0};
   host_->allocate();
   pinned_->allocate();
   device_->allocate();
@@ -127,6 +133,9 @@ Queue::Queue(const QueueConfig& cfg, uint32_t id) : cfg_(cfg) {
     v.consumed = block(consumed.where).at<uint64_t>(consumed.off, side);
     v.consumed_cache = block(cache.where).at<uint64_t>(cache.off, side);
     v.completed = block(completed.where).at<uint64_t>(completed.off, side);
+    v.completed_cache = mirrored ? block(completed_cache.where).at<uint64_t>(completed_cache.off, side) : nullptr;
+    v.poller = mirrored ? block(poller.where).at<uint32_t>(poller.off, side) : nullptr;
+    v.trace = cfg.trace ? block(trace.where).at<TraceRecord>(trace.off, side) : nullptr;
     v.doorbell = block(doorbell.where).at<uint64_t>(doorbell.off, side);
     v.results = block(results.where).at<uint64_t>(results.off, side);
     v.status = block(status.where).at<uint32_t>(status.off, side);
@@ -136,6 +145,7 @@ Queue::Queue(const QueueConfig& cfg, uint32_t id) : cfg_(cfg) {
     v.doorbell_every = cfg.doorbell_every;
     v.placement = cfg.placement;
     v.queue_id = id;
+    v.gpu_agent = cfg.agent == Side::gpu ? 1u : 0u;
   };
   fill(producer_, cfg.producer);
   fill(agent_, cfg.agent);
@@ -143,6 +153,7 @@ Queue::Queue(const QueueConfig& cfg, uint32_t id) : cfg_(cfg) {
   fault_ticket_host_ = block(ticket.where).host_at<uint64_t>(ticket.off);
   fault_field_host_ = block(field.where).host_at<uint32_t>(field.off);
   completed_host_ = block(completed.where).host_at<uint64_t>(completed.off);
+  if (cfg.trace) trace_host_ = block(trace.where).host_at<TraceRecord>(trace.off);
 }
 
 Queue::~Queue() = default;
@@ -178,7 +189,7 @@ void Queue::mark_stopped() {
 }
 
 uint64_t Queue::head() const {
-  return read_word(cfg_.producer == Side::cpu ? producer_.head : nullptr, producer_.head);
+  return read_word(cfg_.producer == Side::cpu ? producer_.head : nullptr, producer_.head) & kTicketMask;
 }
 uint64_t Queue::completed() const {
   return read_word(completed_host_, producer_.completed);

@@ -3,6 +3,7 @@
 #include "gpucomm/proxy/queue_host.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 
 #include "core/host_wait.hpp"
@@ -22,6 +23,11 @@ void raise_max(uint64_t* word, uint64_t v) {
   uint64_t cur = a.load(std::memory_order_relaxed);
   while (cur < v && !a.compare_exchange_weak(cur, v, std::memory_order_release, std::memory_order_relaxed)) {
   }
+}
+uint64_t host_ns() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
 }
 std::string who(const HostWait& w, const QueueView& q) {
   return "rank " + std::to_string(w.rank) + " proxy queue " + std::to_string(q.queue_id);
@@ -98,6 +104,7 @@ void check_queue(const QueueView& q, const char* what, const std::string& agent_
 
 uint64_t host_post(const QueueView& q, const Descriptor& d, const HostWait& w) {
   check_queue(q, "proxy post");
+  const uint64_t began = q.trace ? host_ns() : 0;
   const uint64_t t = std::atomic_ref<uint64_t>(*q.head).fetch_add(1, std::memory_order_relaxed);
   std::atomic_ref<uint64_t> cache(*q.consumed_cache);
   // Acquire/release on the cache too: a producer that trusts the cache must also see the agent's
@@ -121,6 +128,13 @@ uint64_t host_post(const QueueView& q, const Descriptor& d, const HostWait& w) {
   }
   Descriptor* slot = &q.ring[t & (q.capacity - 1)];
   std::memcpy(static_cast<void*>(slot), &d, offsetof(Descriptor, stamp));
+  if (q.trace) {  // stamped before the release of the stamp, so the agent's stamps come later
+    TraceRecord& rec = q.trace[t & (q.capacity - 1)];
+    std::atomic_ref<uint64_t>(rec.post).store(began, std::memory_order_relaxed);
+    std::atomic_ref<uint64_t>(rec.ticket).store(t + 1, std::memory_order_relaxed);
+    std::atomic_ref<uint32_t>(rec.clocks).fetch_or(kTraceProducerHost, std::memory_order_relaxed);
+    std::atomic_ref<uint64_t>(rec.posted).store(host_ns(), std::memory_order_relaxed);
+  }
   std::atomic_ref<uint64_t>(slot->stamp).store(t + 1, std::memory_order_release);
   if (q.doorbell_every && (t + 1) % q.doorbell_every == 0) raise_max(q.doorbell, t + 1);
   return t;

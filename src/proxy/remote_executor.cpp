@@ -19,7 +19,7 @@ RemoteExecutor::RemoteExecutor(std::unique_ptr<transport::Remote> remote, int64_
 
 void RemoteExecutor::start(const Descriptor& d, uint64_t* done) {
   transport::Completion c{done};
-  int stage = -1;
+  int stage = -1, payload = -1;
   try {
     switch (d.opcode) {
       case Opcode::put:
@@ -37,16 +37,17 @@ void RemoteExecutor::start(const Descriptor& d, uint64_t* done) {
           remote_->put(d.pe, off(d.remote), reinterpret_cast<const void*>(d.local), d.bytes, transport::Completion{});
           remote_->fence(d.pe);
         }
-        [[fallthrough]];
+        stage = signal(d, c);
+        break;
+      case Opcode::put_signal_inline:
+        // The payload's staging slot is held until the signal, which lands after it, completed.
+        payload = take_stage(d.compare);
+        remote_->put(d.pe, off(d.remote), &staging_[static_cast<size_t>(payload)], d.bytes, transport::Completion{});
+        remote_->fence(d.pe);
+        stage = signal(d, c);
+        break;
       case Opcode::signal:
-        if (static_cast<SignalOp>(d.op) == SignalOp::set) {
-          // An 8-byte put: after the fence it lands after the data, costs no round trip, and works
-          // on heaps in device memory, where TCP offers no atomics.
-          stage = take_stage(d.value);
-          remote_->put(d.pe, off(d.sig), &staging_[static_cast<size_t>(stage)], 8, c);
-        } else {
-          remote_->atomic(d.pe, off(d.sig), AtomicOp::fetch_add, 8, d.value, 0, nullptr, c);
-        }
+        stage = signal(d, c);
         break;
       case Opcode::atomic:
         remote_->atomic(d.pe, off(d.remote), static_cast<AtomicOp>(d.op), d.width, d.value, d.compare,
@@ -64,11 +65,29 @@ void RemoteExecutor::start(const Descriptor& d, uint64_t* done) {
     throw;
   } catch (const Error& e) {
     if (stage >= 0) free_stage_.push_back(stage);
+    if (payload >= 0) free_stage_.push_back(payload);
     QueueFault f = e.code() == Errc::invalid_argument ? QueueFault::out_of_heap : QueueFault::transport;
     throw DescriptorFault(f, f == QueueFault::transport ? Field::none : Field::remote,
                           std::string(remote_->name()) + ": " + e.what());
   }
-  pending_.push_back({done, stage});
+  pending_.push_back({done, stage, payload});
+}
+
+int RemoteExecutor::signal(const Descriptor& d, transport::Completion c) {
+  if (static_cast<SignalOp>(d.op) == SignalOp::set) {
+    // An 8-byte put: after the fence it lands after the data, costs no round trip, and works on
+    // heaps in device memory, where TCP offers no atomics.
+    const int stage = take_stage(d.value);
+    try {
+      remote_->put(d.pe, off(d.sig), &staging_[static_cast<size_t>(stage)], 8, c);
+    } catch (...) {
+      free_stage_.push_back(stage);
+      throw;
+    }
+    return stage;
+  }
+  remote_->atomic(d.pe, off(d.sig), AtomicOp::fetch_add, 8, d.value, 0, nullptr, c);
+  return -1;
 }
 
 int RemoteExecutor::take_stage(uint64_t value) {
@@ -84,6 +103,7 @@ void RemoteExecutor::progress() {
   auto finished = [&](const Pending& p) {
     if (!std::atomic_ref<uint64_t>(*p.done).load(std::memory_order_acquire)) return false;
     if (p.stage >= 0) free_stage_.push_back(p.stage);
+    if (p.payload >= 0) free_stage_.push_back(p.payload);
     return true;
   };
   pending_.erase(std::remove_if(pending_.begin(), pending_.end(), finished), pending_.end());

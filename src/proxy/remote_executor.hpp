@@ -1,8 +1,8 @@
 #pragma once
 // Executes descriptors through a remote transport (UCX): puts, gets and atomics on the peers'
-// registered heaps. put_signal is put, fence(pe), then the signal (set: an 8-byte put of the value,
-// add: an atomic fetch-add), so the target performs the signal after the data. Entries complete
-// when the transport reports them complete at the target (gets and fetching atomics: locally).
+// registered heaps. put_signal (and put_signal_inline, whose payload is staged) is put, fence(pe), then the signal
+// (set: an 8-byte put of the value, add: an atomic fetch-add), so the target performs the signal after the data.
+// Entries complete when the transport reports them complete at the target (gets and fetching atomics: locally).
 #include <memory>
 #include <vector>
 
@@ -25,11 +25,14 @@ class RemoteExecutor final : public Executor {
  private:
   uint64_t off(int64_t o) const { return static_cast<uint64_t>(o + control_bytes_); }
   int take_stage(uint64_t value);  // an 8-byte staging slot held until the entry completes
+  // The signal of `d` (set: an 8-byte put of the value, add: an atomic); returns its staging slot or -1.
+  int signal(const Descriptor& d, transport::Completion c);
   std::unique_ptr<transport::Remote> remote_;
   int64_t control_bytes_;
   struct Pending {
     uint64_t* done;
-    int stage;  // inline staging slot held until completion, or -1
+    int stage;    // inline staging slot held until completion, or -1
+    int payload;  // put_signal_inline: the payload's slot, or -1
   };
   std::vector<Pending> pending_;
   std::vector<uint64_t> staging_;

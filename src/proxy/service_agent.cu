@@ -22,8 +22,8 @@ __global__ void service_agent_kernel(ServiceAgentParams p) {
 }
 
 struct DeviceWords {  // device memory of the agent
-  uint32_t state;
   uint32_t leave;
+  uint32_t reserved;
   uint64_t last_work;
   uint64_t executed;
 };
@@ -46,11 +46,9 @@ struct ServiceAgent::State {
   std::string launch_error;
   bool stopped = false;
 
-  // Starts one instance after the previous one returned (stream order).
+  // Starts one instance after the previous one returned (stream order); it reopens the queues.
   cudaError_t launch() {
-    const uint32_t one = 1;
     cudaError_t e = cudaMemsetAsync(&words->leave, 0, sizeof(uint32_t), stream);
-    if (e == cudaSuccess) e = cudaMemcpyAsync(&words->state, &one, sizeof one, cudaMemcpyHostToDevice, stream);
     if (e == cudaSuccess) {
       service_agent_kernel<<<opts.blocks, opts.threads, 0, stream>>>(params);
       e = cudaGetLastError();
@@ -113,11 +111,16 @@ ServiceAgent::ServiceAgent(std::vector<Queue*> queues, char* const* device_peer_
   check_cuda(cudaMalloc(reinterpret_cast<void**>(&s.words), sizeof(DeviceWords)), "cudaMalloc", "agent words");
   check_cuda(cudaMemset(s.words, 0, sizeof(DeviceWords)), "cudaMemset", "agent words");
   check_cuda(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", "agent stream");
-  s.params = ServiceAgentParams{s.device_views,      static_cast<int>(views.size()),
-                                device_peer_bases,   geometry,
-                                s.stop_dev,          &s.words->executed,
-                                &s.words->state,     &s.words->leave,
-                                &s.words->last_work, static_cast<uint64_t>(opts.idle_us) * 1000u};
+  s.params = ServiceAgentParams{s.device_views,
+                                static_cast<int>(views.size()),
+                                opts.rank,
+                                device_peer_bases,
+                                geometry,
+                                s.stop_dev,
+                                &s.words->executed,
+                                &s.words->leave,
+                                &s.words->last_work,
+                                static_cast<uint64_t>(opts.idle_us) * 1000u};
   check_cuda(s.launch(), "service agent launch",
              std::to_string(opts.blocks) + " blocks of " + std::to_string(opts.threads));
   s.waker = std::thread([&s] { s.wake_loop(); });
@@ -139,7 +142,6 @@ ServiceAgent::~ServiceAgent() {
 
 QueueView ServiceAgent::producer_view(const Queue& q) const {
   QueueView v = q.producer_view();
-  v.agent_state = &state_->words->state;
   v.agent_wake = state_->wake_dev;
   return v;
 }

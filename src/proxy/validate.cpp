@@ -27,7 +27,9 @@ std::string explain(const Descriptor& d, const HeapGeometry& g, Field f) {
     case Field::bytes:
       return std::to_string(d.bytes) + " bytes is not allowed for opcode " +
              std::to_string(static_cast<unsigned>(d.opcode)) +
-             (d.opcode == Opcode::put_inline ? " (inline payloads carry 1..8 bytes)" : "");
+             (d.opcode == Opcode::put_inline || d.opcode == Opcode::put_signal_inline
+                  ? " (inline payloads carry 1..8 bytes)"
+                  : "");
     case Field::width:
       return "atomic width " + std::to_string(d.width) + " (4 or 8)";
     case Field::op:

@@ -187,31 +187,31 @@ T Runtime::atomic_fetch(const T* dst, int pe) {
   return host_atomic<T>(AtomicOp::fetch, dst, T(0), T(0), pe, "atomic_fetch");
 }
 template <class T>
-void Runtime::atomic_set(T* dst, T value, int pe) {
+void Runtime::atomic_set(T* dst, std::type_identity_t<T> value, int pe) {
   host_atomic<T>(AtomicOp::set, dst, value, T(0), pe, "atomic_set");
 }
 template <class T>
-T Runtime::atomic_fetch_add(T* dst, T value, int pe) {
+T Runtime::atomic_fetch_add(T* dst, std::type_identity_t<T> value, int pe) {
   return host_atomic<T>(AtomicOp::fetch_add, dst, value, T(0), pe, "atomic_fetch_add");
 }
 template <class T>
-T Runtime::atomic_swap(T* dst, T value, int pe) {
+T Runtime::atomic_swap(T* dst, std::type_identity_t<T> value, int pe) {
   return host_atomic<T>(AtomicOp::swap, dst, value, T(0), pe, "atomic_swap");
 }
 template <class T>
-T Runtime::atomic_compare_swap(T* dst, T expected, T desired, int pe) {
+T Runtime::atomic_compare_swap(T* dst, std::type_identity_t<T> expected, std::type_identity_t<T> desired, int pe) {
   return host_atomic<T>(AtomicOp::compare_swap, dst, desired, expected, pe, "atomic_compare_swap");
 }
 template <class T>
-T Runtime::atomic_fetch_and(T* dst, T value, int pe) {
+T Runtime::atomic_fetch_and(T* dst, std::type_identity_t<T> value, int pe) {
   return host_atomic<T>(AtomicOp::fetch_and, dst, value, T(0), pe, "atomic_fetch_and");
 }
 template <class T>
-T Runtime::atomic_fetch_or(T* dst, T value, int pe) {
+T Runtime::atomic_fetch_or(T* dst, std::type_identity_t<T> value, int pe) {
   return host_atomic<T>(AtomicOp::fetch_or, dst, value, T(0), pe, "atomic_fetch_or");
 }
 template <class T>
-T Runtime::atomic_fetch_xor(T* dst, T value, int pe) {
+T Runtime::atomic_fetch_xor(T* dst, std::type_identity_t<T> value, int pe) {
   return host_atomic<T>(AtomicOp::fetch_xor, dst, value, T(0), pe, "atomic_fetch_xor");
 }
 
@@ -299,17 +299,17 @@ std::string Runtime::barrier_laggards(const Team::State& t, uint64_t epoch) cons
   return "stalled: rank(s) " + ranks + " entered it but did not get past round " + std::to_string(least);
 }
 
-#define GPUCOMM_INSTANTIATE(T)                                         \
-  template T Runtime::wait_until<T>(T*, Cmp, std::type_identity_t<T>); \
-  template bool Runtime::test<T>(T*, Cmp, std::type_identity_t<T>);    \
-  template T Runtime::atomic_fetch<T>(const T*, int);                  \
-  template void Runtime::atomic_set<T>(T*, T, int);                    \
-  template T Runtime::atomic_fetch_add<T>(T*, T, int);                 \
-  template T Runtime::atomic_swap<T>(T*, T, int);                      \
-  template T Runtime::atomic_compare_swap<T>(T*, T, T, int);           \
-  template T Runtime::atomic_fetch_and<T>(T*, T, int);                 \
-  template T Runtime::atomic_fetch_or<T>(T*, T, int);                  \
-  template T Runtime::atomic_fetch_xor<T>(T*, T, int);
+#define GPUCOMM_INSTANTIATE(T)                                                                           \
+  template T Runtime::wait_until<T>(T*, Cmp, std::type_identity_t<T>);                                   \
+  template bool Runtime::test<T>(T*, Cmp, std::type_identity_t<T>);                                      \
+  template T Runtime::atomic_fetch<T>(const T*, int);                                                    \
+  template void Runtime::atomic_set<T>(T*, std::type_identity_t<T>, int);                                \
+  template T Runtime::atomic_fetch_add<T>(T*, std::type_identity_t<T>, int);                             \
+  template T Runtime::atomic_swap<T>(T*, std::type_identity_t<T>, int);                                  \
+  template T Runtime::atomic_compare_swap<T>(T*, std::type_identity_t<T>, std::type_identity_t<T>, int); \
+  template T Runtime::atomic_fetch_and<T>(T*, std::type_identity_t<T>, int);                             \
+  template T Runtime::atomic_fetch_or<T>(T*, std::type_identity_t<T>, int);                              \
+  template T Runtime::atomic_fetch_xor<T>(T*, std::type_identity_t<T>, int);
 GPUCOMM_INSTANTIATE(int32_t)
 GPUCOMM_INSTANTIATE(uint32_t)
 GPUCOMM_INSTANTIATE(int64_t)

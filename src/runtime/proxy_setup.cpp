@@ -184,12 +184,13 @@ class ProxyBuilder {
   // 4. Queues: one for host-side operations, GPUCOMM_PROXY_QUEUES for device-side ones.
   void create_queues() {
     depth_ = static_cast<uint32_t>(checked_int("GPUCOMM_PROXY_QUEUE_DEPTH", 1024, 2, 1 << 24));
+    trace_ = checked_int("GPUCOMM_PROXY_TRACE", 0, 0, 1) == 1;
     geometry_ = proxy::HeapGeometry{size_, static_cast<int64_t>(heap_.size()),
                                     gpu_ ? static_cast<int64_t>(kDeviceControlBytes) : 0};
     uint32_t next_id = 0;
     if (host_proxy_) {
       P_.host_queue = std::make_unique<proxy::Queue>(
-          proxy::QueueConfig{proxy::Side::cpu, proxy::Side::cpu, proxy::Placement::host, depth_, 0}, next_id++);
+          proxy::QueueConfig{proxy::Side::cpu, proxy::Side::cpu, proxy::Placement::host, depth_, 0, trace_}, next_id++);
       cpu_views_.push_back(P_.host_queue->agent_view());
     }
     if (!device_proxy_) return;
@@ -207,7 +208,7 @@ class ProxyBuilder {
     }
     for (int i = 0; i < n; ++i) {
       P_.device_queues.push_back(std::make_unique<proxy::Queue>(
-          proxy::QueueConfig{proxy::Side::gpu, agent, placement, depth_, bell}, next_id++));
+          proxy::QueueConfig{proxy::Side::gpu, agent, placement, depth_, bell, trace_}, next_id++));
       if (!need_agent_) cpu_views_.push_back(P_.device_queues.back()->agent_view());
     }
   }
@@ -311,7 +312,12 @@ class ProxyBuilder {
         if (local < 0) {
           local = static_cast<int>(paths.size());
           if (gpu_) {
-            paths.push_back(std::make_unique<proxy::CopyEngineExecutor>(bases, device_));
+            proxy::CopyEngineOptions ce;
+            ce.memops = checked_int("GPUCOMM_PROXY_MEMOPS", 1, 0, 1) == 1;
+            ce.memop_max = static_cast<uint32_t>(checked_int("GPUCOMM_PROXY_MEMOP_MAX", 64, 0, 1 << 20));
+            ce.timeout_ms = timeout_ms_;
+            ce.self = rank_;
+            paths.push_back(std::make_unique<proxy::CopyEngineExecutor>(bases, device_, ce));
           } else {
             paths.push_back(std::make_unique<proxy::HostCopyExecutor>(bases));
           }
@@ -358,6 +364,7 @@ class ProxyBuilder {
   bool host_proxy_ = false, device_proxy_ = false, need_agent_ = false, need_ucx_ = false, any_ucx_ = false,
        need_cpu_ = false;
   uint32_t depth_ = 0;
+  bool trace_ = false;
   proxy::HeapGeometry geometry_{};
   std::vector<proxy::QueueView> cpu_views_;  // the queues the CPU proxy serves
 };

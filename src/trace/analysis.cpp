@@ -39,6 +39,7 @@ Analysis analyze(const TraceSet& trace, const AnalysisOptions& opt) {
   const auto wall0 = std::chrono::steady_clock::now();
   Analysis a;
   a.info = trace.info();
+  a.warnings = a.info.warnings;
   const int n = trace.ranks();
   const uint64_t total_bytes = a.info.total_bytes();
 

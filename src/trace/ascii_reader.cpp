@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "gpucomm/core/error.hpp"
+#include "gpucomm/core/format.hpp"
 #include "gpucomm/trace/functions.hpp"
 
 namespace gpucomm::trace {
@@ -139,22 +140,29 @@ bool AsciiFile::next(Record& r) {
   // Find the next "entering" line; other text between records (headers, blank lines) is skipped.
   std::string name;
   while (true) {
-    if (!std::getline(in_, line_)) return false;
+    if (!std::getline(in_, line_)) {
+      if (records_ == 0) {
+        fail("no MPI call in the form dumpi2ascii prints ('MPI_Send entering at walltime ...') in " +
+             std::to_string(line_no_) + " lines: not a dumpi2ascii text trace");
+      }
+      return false;
+    }
     ++line_no_;
     consumed_ += line_.size() + 1;
     auto at = line_.find(kEntering);
     if (at == std::string::npos) continue;
     name = line_.substr(0, at);
     int id = function_id(name);
-    if (id < 0) fail("unknown function '" + name + "'");
+    if (id < 0) fail("unknown function '" + printable(name) + "'");
     r.reset();
     r.func = static_cast<uint16_t>(id);
     r.offset = line_no_;
     int thread = 0;
     if (!parse_stamp(std::string_view(line_).substr(at + kEntering.size()), &r.wall_start_ns, &r.cpu_start_ns, &thread))
-      fail("cannot read the times of '" + line_ + "'");
+      fail("cannot read the times of '" + printable(line_) + "'");
     r.thread = static_cast<uint16_t>(thread);
     r.has_wall = r.has_cpu = true;
+    ++records_;
     break;
   }
   const uint64_t start_line = line_no_;
@@ -164,13 +172,13 @@ bool AsciiFile::next(Record& r) {
     auto at = line_.find(kReturning);
     if (at != std::string::npos) {
       if (line_.compare(0, at, name) != 0) {
-        fail("'" + name + "' entered at line " + std::to_string(start_line) + " but '" + line_.substr(0, at) +
-             "' returns");
+        fail("'" + name + "' entered at line " + std::to_string(start_line) + " but '" +
+             printable(line_.substr(0, at)) + "' returns");
       }
       int thread = 0;
       if (!parse_stamp(std::string_view(line_).substr(at + kReturning.size()), &r.wall_stop_ns, &r.cpu_stop_ns,
                        &thread))
-        fail("cannot read the times of '" + line_ + "'");
+        fail("cannot read the times of '" + printable(line_) + "'");
       return true;
     }
     if (line_.find(kEntering) != std::string::npos)
@@ -197,7 +205,7 @@ void AsciiFile::parse_field(Record& r, const std::string& line) {
     size_t pos = 0;
     while ((pos = value.find('{', pos)) != std::string_view::npos) {
       auto end = value.find('}', pos);
-      if (end == std::string_view::npos) fail("unterminated status in '" + line + "'");
+      if (end == std::string_view::npos) fail("unterminated status in '" + printable(line) + "'");
       std::string_view body = value.substr(pos + 1, end - pos - 1);
       Status s;
       while (!body.empty()) {
@@ -207,7 +215,7 @@ void AsciiFile::parse_field(Record& r, const std::string& line) {
         auto e = kv.find('=');
         if (e == std::string_view::npos) continue;
         int64_t v = 0;
-        if (!parse_int(kv.substr(e + 1), &v)) fail("bad status field in '" + line + "'");
+        if (!parse_int(kv.substr(e + 1), &v)) fail("bad status field in '" + printable(line) + "'");
         std::string_view k = kv.substr(0, e);
         if (k == "bytes") {
           s.bytes = static_cast<int32_t>(v);
@@ -237,7 +245,7 @@ void AsciiFile::parse_field(Record& r, const std::string& line) {
     while (!trim(list).empty()) {
       auto c = list.find(',');
       int64_t v = 0;
-      if (!parse_int(list.substr(0, c), &v)) fail("bad list value in '" + line + "'");
+      if (!parse_int(list.substr(0, c), &v)) fail("bad list value in '" + printable(line) + "'");
       sum += v;
       any = true;
       if (f == Field::requests) {
@@ -254,7 +262,7 @@ void AsciiFile::parse_field(Record& r, const std::string& line) {
     return;
   }
   int64_t v = 0;
-  if (!parse_int(value.substr(0, value.find(' ')), &v)) fail("bad value in '" + line + "'");
+  if (!parse_int(value.substr(0, value.find(' ')), &v)) fail("bad value in '" + printable(line) + "'");
   int32_t x = static_cast<int32_t>(v);
   switch (f) {
     case Field::count:

@@ -8,6 +8,7 @@
 
 #include "byte_reader.hpp"
 #include "gpucomm/core/error.hpp"
+#include "gpucomm/core/format.hpp"
 #include "gpucomm/trace/functions.hpp"
 #include "layout.hpp"
 
@@ -336,7 +337,7 @@ DumpiMeta read_meta(const std::string& path) {
     ++lineno;
     if (line.empty()) continue;
     auto eq = line.find('=');
-    if (eq == std::string::npos) fail("expected key=value, got '" + line + "'");
+    if (eq == std::string::npos) fail("expected key=value, got '" + printable(line) + "': not a DUMPI .meta file");
     std::string key = line.substr(0, eq), val = line.substr(eq + 1);
     try {
       if (key == "hostname") {
@@ -360,7 +361,7 @@ DumpiMeta read_meta(const std::string& path) {
       }
     } catch (const std::exception&) {
       std::string why = "bad value for ";
-      why.append(key).append(": '").append(val).append("'");
+      why.append(printable(key)).append(": '").append(printable(val)).append("'");
       fail(why);
     }
   }

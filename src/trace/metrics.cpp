@@ -122,7 +122,9 @@ void RankAccumulator::on_recv(const char* fn, bool nonblocking, int32_t count, i
 
 void RankAccumulator::resolve(const PendingRecv& p, const Status* status) {
   if (!p.any_source) return;
-  if (!status) {
+  // The trace tells no source: no status recorded, the receive was cancelled (its status names
+  // no sender), or the status holds no rank (MPI_ANY_SOURCE, MPI_PROC_NULL).
+  if (!status || status->cancelled != 0 || status->source < 0) {
     ++m_.any_source_unresolved;
     return;
   }
@@ -243,7 +245,11 @@ void RankAccumulator::consume(const Record& r, int64_t t, int64_t stop, std::vec
       }
       return;
     case fid::Request_free:
-      pending_.erase(r.request);
+      // A receive freed before it completed: it may still complete, but the trace never says from whom.
+      if (auto it = pending_.find(r.request); it != pending_.end()) {
+        resolve(it->second, nullptr);
+        pending_.erase(it);
+      }
       persistent_.erase(r.request);
       return;
     case fid::Probe:

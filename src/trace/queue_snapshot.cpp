@@ -90,9 +90,11 @@ std::vector<QueueSnapshot> read_queue_snapshots(const std::string& path) {
   char buf[1 << 16];
   size_t got;
   while ((got = std::fread(buf, 1, sizeof buf, f.get())) > 0) data.append(buf, got);
+  // Checked before `data` moves into the reader (GCC 12 at -O3 takes the moved-to string's
+  // buffer pointer for uninitialized).
+  const bool magic_ok = data.size() >= 8 && std::memcmp(data.data(), kMagic, 8) == 0;
   In in(path, std::move(data));
-  if (in.left() < 8 || std::memcmp(in.data().data(), kMagic, 8) != 0)
-    in.fail(0, "not a gpucomm queue snapshot file (wrong magic)");
+  if (!magic_ok) in.fail(0, "not a gpucomm queue snapshot file (wrong magic)");
   for (int k = 0; k < 8; ++k) in.get<uint8_t>("magic");
   uint32_t version = in.get<uint32_t>("header");
   if (version != kVersion) in.fail(8, "unsupported snapshot version " + std::to_string(version));

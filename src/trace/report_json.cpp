@@ -229,7 +229,10 @@ void run_json(JsonWriter& w, const Analysis& a) {
     }
   }
   w.end_array();
-  w.field("pairs", pairs).field("pair_count_check", count_bad == 0).field("pair_bytes_check", bytes_bad == 0);
+  // Sends to ranks outside the run have no receiver in the trace: the pairs cannot check out.
+  w.field("pairs", pairs).field("sends_outside_run", a.invalid_peer);
+  w.field("pair_count_check", count_bad == 0 && a.invalid_peer == 0);
+  w.field("pair_bytes_check", bytes_bad == 0 && a.invalid_peer == 0);
   w.key("pair_matrix").begin_array();
   for (auto& row : a.pairs) {
     w.begin_array();

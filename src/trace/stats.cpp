@@ -59,8 +59,13 @@ std::vector<CountHistogram::Bin> CountHistogram::log2_bins() const {
     }
     by_exp[e] += c;
   }
+  // Every bin from the smallest to the largest value's, empty ones included: a gap in the sizes
+  // shows as bins of count 0, not as neighbouring bars.
   std::vector<Bin> out;
-  for (auto& [e, c] : by_exp) {
+  if (by_exp.empty()) return out;
+  for (int e = by_exp.begin()->first; e <= by_exp.rbegin()->first; ++e) {
+    auto it = by_exp.find(e);
+    uint64_t c = it == by_exp.end() ? 0 : it->second;
     if (e < 0) {
       out.push_back({0, 1, c});
     } else {

@@ -1,6 +1,7 @@
 #include "gpucomm/trace/trace_set.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <map>
 #include <regex>
@@ -25,16 +26,75 @@ bool is_text_name(const std::string& name) {
   return name.ends_with(".txt") || name.ends_with(".ascii");
 }
 
-// Text traces named <anything>-NNNN.txt, by rank.
+// Rank files of one run are numbered below this (DUMPI writes four digits; runs of millions of
+// ranks are far beyond any trace here).
+constexpr int kMaxRanks = 1 << 24;
+
+// The rank number of a rank file's name (`digits` of <prefix>-NNNN.ext); an absurd number raises.
+int rank_number(const std::string& digits, const std::string& file) {
+  int r = 0;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), r);
+  if (ec != std::errc() || end != digits.data() + digits.size() || r >= kMaxRanks) {
+    raise(Errc::invalid_argument, kCall,
+          file + ": rank number " + digits + " in the file name is out of range (at most " +
+              std::to_string(kMaxRanks - 1) + ")");
+  }
+  return r;
+}
+
+// Text traces named <prefix>-NNNN.txt, by rank; all of one run (one prefix).
 std::map<int, std::string> text_ranks(const fs::path& dir) {
   static const std::regex re(R"((.*)-(\d+)\.(txt|ascii)$)");
-  std::map<int, std::string> out;
+  std::map<std::string, std::map<int, std::string>> by_prefix;
   for (auto& e : fs::directory_iterator(dir)) {
     std::smatch m;
     std::string name = e.path().filename().string();
-    if (e.is_regular_file() && std::regex_match(name, m, re)) out[std::stoi(m[2])] = e.path().string();
+    if (!e.is_regular_file() || !std::regex_match(name, m, re)) continue;
+    auto& ranks = by_prefix[m[1]];
+    int r = rank_number(m[2], e.path().string());
+    if (auto it = ranks.find(r); it != ranks.end()) {
+      raise(Errc::invalid_argument, kCall,
+            dir.string() + " holds two text traces of rank " + std::to_string(r) + ": " +
+                fs::path(it->second).filename().string() + " and " + name);
+    }
+    ranks[r] = e.path().string();
   }
-  return out;
+  if (by_prefix.size() > 1) {
+    std::string runs;
+    for (auto& [prefix, ranks] : by_prefix)
+      runs += (runs.empty() ? "" : ", ") + prefix + "-* (" + std::to_string(ranks.size()) + " files)";
+    raise(Errc::invalid_argument, kCall,
+          dir.string() + " holds the text traces of " + std::to_string(by_prefix.size()) + " runs: " + runs +
+              "; put each run in a directory of its own");
+  }
+  return by_prefix.empty() ? std::map<int, std::string>{} : by_prefix.begin()->second;
+}
+
+// Rank files of the meta file's run beyond its numprocs: the meta file does not describe every
+// file of the run (it was edited, or a file of another run carries its prefix).
+void note_extra_rank_files(TraceInfo& info, const DumpiMeta& meta) {
+  fs::path dir = fs::path(meta.path).parent_path();
+  if (dir.empty()) dir = ".";
+  const std::regex re(R"((.*)-(\d+)\.(bin|txt|ascii)$)");
+  int extra = 0, highest = -1;
+  std::error_code ec;
+  for (auto& e : fs::directory_iterator(dir, ec)) {
+    std::smatch m;
+    std::string name = e.path().filename().string();
+    if (!std::regex_match(name, m, re) || m[1] != meta.fileprefix) continue;
+    int r = rank_number(m[2], e.path().string());
+    if (r >= meta.numprocs) {
+      ++extra;
+      highest = std::max(highest, r);
+    }
+  }
+  if (extra) {
+    info.warnings.push_back(meta.path + " says numprocs=" + std::to_string(meta.numprocs) + ", but " +
+                            std::to_string(extra) + " more rank files of its run exist (up to rank " +
+                            std::to_string(highest) +
+                            "): they are left out, and messages to their ranks have no "
+                            "receiver in the analysis");
+  }
 }
 
 void from_meta(TraceInfo& info, const std::string& meta_path) {
@@ -67,6 +127,7 @@ void from_meta(TraceInfo& info, const std::string& meta_path) {
     f.bytes = size_of(f.path);
     info.files.push_back(f);
   }
+  note_extra_rank_files(info, meta);
 }
 }  // namespace
 
@@ -114,7 +175,7 @@ TraceSet TraceSet::open(const std::string& path) {
     static const std::regex re(R"(.*-(\d+)\.(txt|ascii)$)");
     std::smatch m;
     std::string name = p.filename().string();
-    int rank = std::regex_match(name, m, re) ? std::stoi(m[1]) : 0;
+    int rank = std::regex_match(name, m, re) ? rank_number(m[1], path) : 0;
     ts.info_.files.push_back({rank, path, false, size_of(path)});
   } else if (p.extension() == ".bin") {
     raise(Errc::invalid_argument, kCall,

@@ -2,6 +2,9 @@
 //   gpucomm_test_proxy_gpu_pe SCENARIO [N] [--gpus K] [--shared]
 //   stress N     ordering stress: N put-with-signal messages per PE through the proxy, every
 //                payload checked by the receiver against the signal it saw
+//   stress8 N    the same with 8-byte messages (their payload travels inside the descriptor)
+//   pstorm N     every thread puts N values with p() (8, 4 and 2 bytes) to a few words of its own,
+//                each word many times; after quiet every word holds its last value
 //   fault        a descriptor outside the heap: the agent fails the queue, the device wait that
 //                follows fails with a record naming the queue, the ticket and the fault
 //   no-agent     a queue nobody serves: the device wait for completion times out and says so
@@ -36,43 +39,62 @@ void cuda_ok(Runtime& rt, cudaError_t e, const char* what) {
   throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
 }
 
-struct alignas(16) Msg {
-  uint64_t seq;
-  uint64_t check;
-};
 __host__ __device__ uint64_t msg_check(uint64_t seed, uint64_t ch, uint64_t seq) {
   uint64_t x = seed ^ (ch * 0x9E3779B97F4A7C15ull) ^ (seq * 0xC2B2AE3D27D4EB4Full);
   x ^= x >> 31, x *= 0x7FB5D5A2B1D3C3E5ull, x ^= x >> 29;
   return x;
 }
 
+// 16-byte messages (a put with its data in memory) and 8-byte ones (inline in the descriptor).
+struct alignas(16) Msg {
+  uint64_t seq;
+  uint64_t check;
+  __host__ __device__ static Msg make(uint64_t seed, uint64_t ch, uint64_t seq) {
+    return Msg{seq, msg_check(seed, ch, seq)};
+  }
+  __device__ bool valid(uint64_t seed, uint64_t ch, uint64_t seq) const {
+    const volatile Msg* m = this;
+    return m->seq == seq && m->check == msg_check(seed, ch, seq);
+  }
+};
+struct Msg8 {
+  uint64_t check;
+  __host__ __device__ static Msg8 make(uint64_t seed, uint64_t ch, uint64_t seq) {
+    return Msg8{msg_check(seed, ch, seq)};
+  }
+  __device__ bool valid(uint64_t seed, uint64_t ch, uint64_t seq) const {
+    const volatile Msg8* m = this;
+    return m->check == msg_check(seed, ch, seq);
+  }
+};
+
 // Sources live in global memory: the agent (copy engine, SM copies, UCX) reads them after the
 // post, so they cannot be a thread's registers or stack.
-__global__ void k_fill(Msg* src, int per_channel, uint64_t seed) {
+template <class M>
+__global__ void k_fill(M* src, int per_channel, uint64_t seed) {
   const uint64_t ch = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
-  for (int i = 0; i < per_channel; ++i)
-    src[ch * per_channel + i] = Msg{static_cast<uint64_t>(i), msg_check(seed, ch, i)};
+  for (int i = 0; i < per_channel; ++i) src[ch * per_channel + i] = M::make(seed, ch, static_cast<uint64_t>(i));
 }
-__global__ void k_send(DeviceHandle h, Msg* slots, const Msg* src, uint64_t* sigs, int per_channel, int pe) {
+template <class M>
+__global__ void k_send(DeviceHandle h, M* slots, const M* src, uint64_t* sigs, int per_channel, int pe) {
   const uint64_t ch = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
   for (int i = 0; i < per_channel; ++i) {
-    device::put_signal_nbi(coop::Thread{}, h, &slots[ch * per_channel + i], &src[ch * per_channel + i], sizeof(Msg),
+    device::put_signal_nbi(coop::Thread{}, h, &slots[ch * per_channel + i], &src[ch * per_channel + i], sizeof(M),
                            &sigs[ch], static_cast<uint64_t>(i) + 1, SignalOp::set, pe);
   }
   device::quiet(coop::Thread{}, h);
 }
 // counters: [0] violations, [1] checked, [2] stalled channels
-__global__ void k_recv(DeviceHandle h, const Msg* slots, uint64_t* sigs, int per_channel, uint64_t seed,
+template <class M>
+__global__ void k_recv(DeviceHandle h, const M* slots, uint64_t* sigs, int per_channel, uint64_t seed,
                        unsigned long long* counters) {
   const uint64_t ch = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
   uint64_t checked = 0, bad = 0, last = mem::globaltimer();
   while (checked < static_cast<uint64_t>(per_channel)) {
     const uint64_t seen = mem::load<mem::kSystem>(&sigs[ch], mem::acquire);
     if (seen > checked) {
-      for (; checked < seen; ++checked) {
-        const volatile Msg* m = &slots[ch * per_channel + checked];
-        if (m->seq != checked || m->check != msg_check(seed, ch, checked)) ++bad;
-      }
+      for (; checked < seen; ++checked)
+        if (!slots[ch * per_channel + checked].valid(seed, ch, checked)) ++bad;
       last = mem::globaltimer();
     } else if (h.timeout_ns && mem::globaltimer() - last > h.timeout_ns) {
       atomicAdd(&counters[2], 1ull);
@@ -83,6 +105,7 @@ __global__ void k_recv(DeviceHandle h, const Msg* slots, uint64_t* sigs, int per
   atomicAdd(&counters[1], static_cast<unsigned long long>(checked));
 }
 
+template <class M>
 void scenario_stress(Runtime& rt, long long messages) {
   const int blocks = 32, threads = 128, channels = blocks * threads;
   const int per = static_cast<int>((messages + channels - 1) / channels);
@@ -90,25 +113,25 @@ void scenario_stress(Runtime& rt, long long messages) {
   const uint64_t seed = std::strtoull(
       rt.bootstrap().allgather(std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()))[0].c_str(),
       nullptr, 10);
-  auto* slots = rt.alloc<Msg>(static_cast<size_t>(channels) * per);
+  auto* slots = rt.alloc<M>(static_cast<size_t>(channels) * per);
   auto* sigs = static_cast<uint64_t*>(rt.calloc(channels, sizeof(uint64_t)));
-  auto* src = rt.alloc<Msg>(static_cast<size_t>(channels) * per);
+  auto* src = rt.alloc<M>(static_cast<size_t>(channels) * per);
   unsigned long long* counters = nullptr;
   cuda_ok(rt, cudaMalloc(&counters, 3 * sizeof(unsigned long long)), "cudaMalloc");
   cuda_ok(rt, cudaMemset(counters, 0, 3 * sizeof(unsigned long long)), "cudaMemset");
   cudaStream_t send, recv;
   cuda_ok(rt, cudaStreamCreateWithFlags(&send, cudaStreamNonBlocking), "stream");
   cuda_ok(rt, cudaStreamCreateWithFlags(&recv, cudaStreamNonBlocking), "stream");
-  k_fill<<<blocks, threads, 0, send>>>(src, per, seed ^ static_cast<uint64_t>(rt.rank()));
+  k_fill<M><<<blocks, threads, 0, send>>>(src, per, seed ^ static_cast<uint64_t>(rt.rank()));
   cuda_ok(rt, cudaStreamSynchronize(send), "fill");
   cudaFuncAttributes attr;
-  cuda_ok(rt, cudaFuncGetAttributes(&attr, k_recv), "load receiver");
-  cuda_ok(rt, cudaFuncGetAttributes(&attr, k_send), "load sender");
+  cuda_ok(rt, cudaFuncGetAttributes(&attr, k_recv<M>), "load receiver");
+  cuda_ok(rt, cudaFuncGetAttributes(&attr, k_send<M>), "load sender");
   rt.barrier_all();
   const DeviceHandle h = rt.device_handle();
   const auto t0 = std::chrono::steady_clock::now();
-  k_recv<<<blocks, threads, 0, recv>>>(h, slots, sigs, per, seed ^ static_cast<uint64_t>(left), counters);
-  k_send<<<blocks, threads, 0, send>>>(h, slots, src, sigs, per, peer);
+  k_recv<M><<<blocks, threads, 0, recv>>>(h, slots, sigs, per, seed ^ static_cast<uint64_t>(left), counters);
+  k_send<M><<<blocks, threads, 0, send>>>(h, slots, src, sigs, per, peer);
   cuda_ok(rt, cudaGetLastError(), "launch");
   cuda_ok(rt, cudaStreamSynchronize(send), "sender");
   cuda_ok(rt, cudaStreamSynchronize(recv), "receiver");
@@ -118,9 +141,10 @@ void scenario_stress(Runtime& rt, long long messages) {
   const auto sent = static_cast<unsigned long long>(channels) * static_cast<unsigned long long>(per);
   const TransportInfo info = rt.transport_info();
   std::printf(
-      "rank %d (%s, agent %s): %llu put-with-signal messages checked in %.2f s (%.2f M/s): %llu violations, %llu "
-      "stalled channels\n",
-      rt.rank(), info.kind.c_str(), info.agent.c_str(), c[1], secs, static_cast<double>(c[1]) / secs / 1e6, c[0], c[2]);
+      "rank %d (%s, agent %s): %llu put-with-signal messages of %zu bytes checked in %.2f s (%.2f M/s): %llu "
+      "violations, %llu stalled channels\n",
+      rt.rank(), info.kind.c_str(), info.agent.c_str(), c[1], sizeof(M), secs, static_cast<double>(c[1]) / secs / 1e6,
+      c[0], c[2]);
   if (c[0]) fail(std::to_string(c[0]) + " ordering violations (seed " + std::to_string(seed) + ")");
   if (c[2]) fail(std::to_string(c[2]) + " channels stalled");
   if (c[1] != sent) fail("checked " + std::to_string(c[1]) + " of " + std::to_string(sent) + " messages");
@@ -131,6 +155,73 @@ void scenario_stress(Runtime& rt, long long messages) {
   rt.free(src);
   rt.free(sigs);
   rt.free(slots);
+}
+
+// p() storm: thread t puts `per` values to kWordsPerThread words of its own (each word many times),
+// 8, 4 or 2 bytes wide by t % 3, to PE `pe`.
+constexpr int kWordsPerThread = 4;
+__host__ __device__ uint64_t storm_value(uint64_t t, uint64_t i) {
+  return msg_check(0x5EEDull, t, i);
+}
+__global__ void k_pstorm(DeviceHandle h, uint64_t* w8, uint32_t* w4, uint16_t* w2, int per, int pe) {
+  const uint64_t t = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
+  for (int i = 0; i < per; ++i) {
+    const uint64_t at = t * kWordsPerThread + static_cast<uint64_t>(i % kWordsPerThread);
+    const uint64_t v = storm_value(t, static_cast<uint64_t>(i));
+    if (t % 3 == 0) {
+      device::p(h, &w8[at], v, pe);
+    } else if (t % 3 == 1) {
+      device::p(h, &w4[at], static_cast<uint32_t>(v), pe);
+    } else {
+      device::p(h, &w2[at], static_cast<uint16_t>(v), pe);
+    }
+  }
+  device::quiet(coop::Thread{}, h);
+}
+
+void scenario_pstorm(Runtime& rt, long long per_thread) {
+  const int blocks = 64, threads = 256;
+  const auto n = static_cast<size_t>(blocks) * threads * kWordsPerThread;
+  const int per = static_cast<int>(per_thread);
+  auto* w8 = static_cast<uint64_t*>(rt.calloc(n, sizeof(uint64_t)));
+  auto* w4 = static_cast<uint32_t*>(rt.calloc(n, sizeof(uint32_t)));
+  auto* w2 = static_cast<uint16_t*>(rt.calloc(n, sizeof(uint16_t)));
+  rt.barrier_all();
+  const int peer = (rt.rank() + 1) % rt.size();
+  auto s = reinterpret_cast<cudaStream_t>(rt.stream());
+  const auto t0 = std::chrono::steady_clock::now();
+  k_pstorm<<<blocks, threads, 0, s>>>(rt.device_handle(), w8, w4, w2, per, peer);
+  cuda_ok(rt, cudaGetLastError(), "launch");
+  cuda_ok(rt, cudaStreamSynchronize(s), "p storm");
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  rt.barrier_all();  // every PE's puts into this PE are complete (each quieted before the barrier)
+  std::vector<uint64_t> h8(n);
+  std::vector<uint32_t> h4(n);
+  std::vector<uint16_t> h2(n);
+  cuda_ok(rt, cudaMemcpy(h8.data(), w8, n * 8, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  cuda_ok(rt, cudaMemcpy(h4.data(), w4, n * 4, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  cuda_ok(rt, cudaMemcpy(h2.data(), w2, n * 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  uint64_t wrong = 0;
+  for (uint64_t t = 0; t < static_cast<uint64_t>(blocks) * threads; ++t) {
+    for (int j = 0; j < kWordsPerThread && j < per; ++j) {
+      const int last = ((per - 1 - j) / kWordsPerThread) * kWordsPerThread + j;  // the last i with i % K == j
+      const uint64_t v = storm_value(t, static_cast<uint64_t>(last));
+      const size_t at = t * kWordsPerThread + static_cast<size_t>(j);
+      if (t % 3 == 0   ? h8[at] != v
+          : t % 3 == 1 ? h4[at] != static_cast<uint32_t>(v)
+                       : h2[at] != static_cast<uint16_t>(v))
+        ++wrong;
+    }
+  }
+  const TransportInfo info = rt.transport_info();
+  std::printf("rank %d (%s, agent %s): %lld p() per thread, %.2f M puts/s, %llu words wrong\n", rt.rank(),
+              info.kind.c_str(), info.agent.c_str(), per_thread,
+              static_cast<double>(blocks) * threads * per / secs / 1e6, static_cast<unsigned long long>(wrong));
+  if (wrong) fail(std::to_string(wrong) + " words do not hold their last value");
+  rt.barrier_all();
+  rt.free(w2);
+  rt.free(w4);
+  rt.free(w8);
 }
 
 // A descriptor the agent must reject, then a blocking wait on it.
@@ -240,8 +331,15 @@ int main(int argc, char** argv) {
   try {
     Runtime rt;
     if (rt.pe_kind() != PeKind::gpu) throw std::runtime_error("expected a GPU PE (GPUCOMM_DEVICE=gpu)");
-    if (scenario == "stress") {
-      scenario_stress(rt, arg.empty() ? 100000 : gpucomm::testing::arg_int(arg.c_str(), "MESSAGES"));
+    if (scenario == "stress" || scenario == "stress8") {
+      const long long n = arg.empty() ? 100000 : gpucomm::testing::arg_int(arg.c_str(), "MESSAGES");
+      if (scenario == "stress") {
+        scenario_stress<Msg>(rt, n);
+      } else {
+        scenario_stress<Msg8>(rt, n);
+      }
+    } else if (scenario == "pstorm") {
+      scenario_pstorm(rt, arg.empty() ? 64 : gpucomm::testing::arg_int(arg.c_str(), "PER_THREAD"));
     } else if (scenario == "fault") {
       scenario_fault(rt);
     } else if (scenario == "no-agent") {

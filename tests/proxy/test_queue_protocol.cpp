@@ -204,7 +204,13 @@ TEST(ProxyHostCopy, EveryOpcodeOnMappedMemory) {
   d.opcode = Opcode::atomic, d.pe = 1, d.remote = 24, d.width = 4, d.op = static_cast<uint8_t>(AtomicOp::compare_swap),
   d.value = 77, d.compare = 0, d.local = reinterpret_cast<uint64_t>(&cas_old);
   t.post(d);
+  d = {};  // 5 payload bytes at PE 0 offset 40, then the signal (set 3) at offset 48
+  d.opcode = Opcode::put_signal_inline, d.pe = 0, d.remote = 40, d.bytes = 5, d.compare = 0xAABBCCDDEEull, d.sig = 48,
+  d.op = static_cast<uint8_t>(SignalOp::set), d.value = 3;
+  t.post(d);
   t.quiet();
+  EXPECT_EQ(t.mem[0][5], 0xAABBCCDDEEull);
+  EXPECT_EQ(t.mem[0][6], 3u);
   EXPECT_EQ(std::memcmp(t.base(1) + 128, src.data(), src.size()), 0);
   EXPECT_EQ(back, src);
   EXPECT_EQ(t.mem[0][1] & 0xffffff, 0x667788u);
@@ -296,6 +302,45 @@ TEST(ProxyFaults, InvalidDescriptorsFailTheQueueNamingTheField) {
   d = {};
   d.opcode = Opcode::put_inline, d.pe = 0, d.bytes = 9;
   expect_fault(d, QueueFault::bad_size, "bytes");
+  d = {};
+  d.opcode = Opcode::put_signal_inline, d.pe = 0, d.bytes = 0;
+  expect_fault(d, QueueFault::bad_size, "bytes");
+  d = {};
+  d.opcode = Opcode::put_signal_inline, d.pe = 0, d.bytes = 8, d.sig = TwoPes::kBytes;
+  expect_fault(d, QueueFault::out_of_heap, "sig");
+  d = {};
+  d.opcode = Opcode::put_signal_inline, d.pe = 0, d.bytes = 8, d.op = 2;
+  expect_fault(d, QueueFault::bad_opcode, "op");
+}
+
+// GPUCOMM_PROXY_TRACE: every entry's record holds its ticket and its stages in order, host clocks.
+TEST(ProxyQueue, TraceRecordsEveryStage) {
+  constexpr size_t kBytes = 4096;
+  std::vector<uint64_t> mem(kBytes / 8);
+  QueueConfig cfg{Side::cpu, Side::cpu, Placement::host, 16, 0, true};
+  Queue q(cfg, 0);
+  ASSERT_NE(q.trace(), nullptr);
+  CpuProxy proxy(
+      {q.agent_view()}, HeapGeometry{1, kBytes, 0},
+      [&](int) { return std::make_unique<HostCopyExecutor>(std::vector<char*>{reinterpret_cast<char*>(mem.data())}); },
+      CpuProxyOptions{});
+  for (uint64_t i = 0; i < 40; ++i) {  // more than the ring holds: records are reused
+    Descriptor d{};
+    d.opcode = Opcode::put_inline, d.pe = 0, d.remote = 8 * static_cast<int64_t>(i % 8), d.bytes = 8, d.value = i;
+    const uint64_t t = host_post(q.producer_view(), d, kWait);
+    host_quiet(q.producer_view(), kWait);
+    const TraceRecord r = q.trace()[t % 16];
+    EXPECT_EQ(r.ticket, t + 1);
+    EXPECT_EQ(r.clocks, kTraceProducerHost | kTraceAgentHost);
+    EXPECT_LE(r.post, r.posted);
+    EXPECT_LE(r.posted, r.seen);
+    EXPECT_LE(r.seen, r.issued);
+    EXPECT_LE(r.issued, r.completed);
+  }
+  // Without the switch there are no records.
+  Queue plain(QueueConfig{Side::cpu, Side::cpu, Placement::host, 16, 0}, 1);
+  EXPECT_EQ(plain.trace(), nullptr);
+  EXPECT_EQ(plain.producer_view().trace, nullptr);
 }
 
 TEST(ProxyFaults, FullQueueWithoutAgentTimesOutNamingTheQueue) {

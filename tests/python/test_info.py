@@ -37,14 +37,14 @@ def info_json(**env_extra: str) -> dict:
 
 def test_json_has_the_documented_keys():
     info = info_json()
-    assert set(info) == {"version", "pe_mode", "topology", "env"}
+    assert set(info) == {"version", "pe_mode", "topology", "env", "unknown_env"}
     assert info["version"] == "0.1.0"
     topo = info["topology"]
     for key in ("host", "cuda", "nvml", "gpus", "links"):
         assert key in topo
     n = len(topo["gpus"])
     assert len(topo["links"]) == n * (n - 1)
-    assert info["env"] == {}
+    assert info["env"] == {} and info["unknown_env"] == {}
 
 
 def test_pe_mode_follows_the_gpus_found():

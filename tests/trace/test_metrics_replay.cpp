@@ -1,6 +1,8 @@
 // Known-answer tests: synthetic traces whose metrics and queue contents are worked out by hand.
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "gpucomm/trace/analysis.hpp"
 #include "scenarios.hpp"
 
@@ -40,6 +42,23 @@ TEST(TraceMetrics, ScenarioAPointToPointAndTimes) {
   EXPECT_EQ(a.pairs[0][1].recvs, 2u);
   EXPECT_EQ(a.pairs[0][1].send_bytes, a.pairs[0][1].recv_bytes);
   EXPECT_TRUE(a.warnings.empty()) << a.warnings.front();
+}
+
+// A .meta file whose numprocs is below the run's rank files: the analysis warns about the files it
+// leaves out, and the pair check fails on the messages to them instead of saying ok.
+TEST(TraceMetrics, MetaBelowTheRankFilesFailsThePairCheck) {
+  TempDir dir("short-meta");
+  write_scenario_a(dir.path);
+  write_meta(dir.path, "a", 1);  // the run has a-0000.bin and a-0001.bin
+  Analysis a = analyze(TraceSet::open(dir.path.string()));
+  ASSERT_EQ(a.ranks.size(), 1u);
+  ASSERT_FALSE(a.warnings.empty());
+  EXPECT_NE(a.warnings.front().find("numprocs=1, but 1 more rank files"), std::string::npos) << a.warnings.front();
+  EXPECT_EQ(a.invalid_peer, 2u);  // rank 0's two sends to rank 1
+  std::ostringstream json;
+  write_json(a, json, -1);
+  EXPECT_NE(json.str().find("\"pair_count_check\":false"), std::string::npos);
+  EXPECT_NE(json.str().find("\"sends_outside_run\":2"), std::string::npos);
 }
 
 TEST(TraceReplay, ScenarioAQueues) {

@@ -28,6 +28,27 @@ TEST(CountHistogram, QuantilesMatchPythonStatistics) {
   EXPECT_EQ(bins.front().lo, 4);
 }
 
+TEST(CountHistogram, Log2BinsKeepTheEmptyBinsOfAGap) {
+  CountHistogram h;
+  for (int v : {0, 8, 9, 4096}) h.add(v);
+  auto bins = h.log2_bins();
+  // [0,1) then [1,2) ... [4096,8192): 14 bins, only three of them non-empty.
+  ASSERT_EQ(bins.size(), 14u);
+  EXPECT_EQ(bins[0].lo, 0);
+  EXPECT_EQ(bins[0].count, 1u);
+  EXPECT_EQ(bins[1].lo, 1);
+  EXPECT_EQ(bins[1].count, 0u);
+  EXPECT_EQ(bins[4].lo, 8);
+  EXPECT_EQ(bins[4].count, 2u);
+  EXPECT_EQ(bins[5].count, 0u);
+  EXPECT_EQ(bins[13].lo, 4096);
+  EXPECT_EQ(bins[13].hi, 8192);
+  EXPECT_EQ(bins[13].count, 1u);
+  uint64_t total = 0;
+  for (auto& b : bins) total += b.count;
+  EXPECT_EQ(total, 4u);
+}
+
 TEST(WindowPeak, CountsEventsInsideTheWindow) {
   WindowPeak w(1000);
   for (int64_t t : {0, 100, 999, 1000, 5000, 5001}) w.add(t);

@@ -23,8 +23,9 @@ struct QueueView;  // gpucomm/proxy/descriptor.hpp: the handle only carries a po
 
 inline constexpr uint32_t kHandleMagic = 0x4d435047u;  // "GPCM" in memory order
 inline constexpr uint32_t kTeamMagic = 0x4d415454u;    // "TTAM"
-// Bumped whenever DeviceHandle, TeamHandle, DeviceControl or DeviceDiag change layout or meaning.
-inline constexpr uint16_t kHandleVersion = 2;
+// Bumped whenever DeviceHandle, TeamHandle, DeviceControl or DeviceDiag change layout or meaning,
+// or the queue table the handle points to (proxy::QueueView; 3: its caches, trace and agent words).
+inline constexpr uint16_t kHandleVersion = 3;
 
 // How one-sided operations reach the other PEs (GPUCOMM_TRANSPORT). transport::Kind is this type.
 enum class TransportKind : uint32_t { automatic = 0, direct = 1, proxy_cpu = 2, proxy_gpu = 3, ucx = 4, last = ucx };

@@ -91,7 +91,7 @@ __device__ inline void get(Coop c, const DeviceHandle& h, void* dst, const void*
 // Scalar put and get (one thread). Words of 1, 2, 4 or 8 bytes are single relaxed accesses at
 // system scope (never torn, never cached in a register across calls); larger types are copied.
 template <class T>
-__device__ inline void p(const DeviceHandle& h, T* dst, T value, int pe) {
+__device__ inline void p(const DeviceHandle& h, T* dst, cuda::std::type_identity_t<T> value, int pe) {
   if (proxy::serves(h, pe)) return proxy::routed_p(h, dst, value, pe);
   T* r = detail::remote(h, dst, sizeof(T), alignof(T), DeviceOp::p, pe);
   if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {

@@ -50,8 +50,13 @@ GPUCOMM_HD CheckResult check_descriptor(const Descriptor& d, const HeapGeometry&
       }
       return {};
     case Opcode::put_inline:
+    case Opcode::put_signal_inline:
       if (d.bytes == 0 || d.bytes > 8) return {QueueFault::bad_size, Field::bytes};
       if (!in_heap_range(d.remote, d.bytes, g)) return {QueueFault::out_of_heap, Field::remote};
+      if (d.opcode == Opcode::put_signal_inline) {
+        if (d.op > 1) return {QueueFault::bad_opcode, Field::op};
+        return check_word(d.sig, 8, g, Field::sig);
+      }
       return {};
     case Opcode::signal:
       if (d.op > 1) return {QueueFault::bad_opcode, Field::op};

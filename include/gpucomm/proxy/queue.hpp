@@ -16,6 +16,7 @@ struct QueueConfig {
   Placement placement = Placement::host;  // of the ring
   uint32_t capacity = 1024;               // entries, a power of two
   uint32_t doorbell_every = 0;            // 0: the agent polls stamps
+  bool trace = false;                     // per-entry timestamps (TraceRecord, GPUCOMM_PROXY_TRACE)
 };
 
 const char* placement_name(Placement p);
@@ -43,12 +44,15 @@ class Queue {
   uint32_t status() const;
   uint64_t fault_ticket() const;
   Field fault_field() const;
-  // Host reads of the counters (copies for device-resident words), for tests and reports.
+  // Host reads of the counters (copies for device-resident words), for tests and reports; head()
+  // is the next ticket (without the GPU agent's kAgentClosed bit).
   uint64_t head() const;
   uint64_t completed() const;
   // Records from the host that no agent serves the queue any more (after the agent exited), so
   // producers fail at once instead of waiting.
   void mark_stopped();
+  // The trace records (host-readable; null unless config().trace). Record t % capacity is ticket t's.
+  const TraceRecord* trace() const { return trace_host_; }
 
  private:
   struct Block;
@@ -59,6 +63,7 @@ class Queue {
   uint64_t* fault_ticket_host_ = nullptr;
   uint32_t* fault_field_host_ = nullptr;
   uint64_t* completed_host_ = nullptr;  // null when completed is device memory
+  TraceRecord* trace_host_ = nullptr;
 };
 
 }  // namespace gpucomm::proxy

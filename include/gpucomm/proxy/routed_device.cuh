@@ -98,9 +98,25 @@ __device__ inline void routed_put_signal(Coop c, const DeviceHandle& h, void* ds
   detail::check_sym(h, sig, sizeof(uint64_t), 8, DeviceOp::put_signal, pe);
   detail::publish_group(c);
   if (detail::leader(c)) {
-    // An empty payload makes it a plain signal.
-    const uint64_t t = routed_signal_at(h, detail::heap_offset(h, sig), value, op, pe, detail::heap_offset(h, dst),
-                                        bytes ? src : nullptr, bytes);
+    uint64_t t;
+    if (bytes > 0 && bytes <= 8) {
+      // Up to 8 bytes travel in the descriptor: the agent moves no data from this GPU's memory (a
+      // CPU proxy writes payload and signal with one batch of stream memory operations). The
+      // leader reads the source after the group's publish, so it sees what the group wrote.
+      Descriptor d{};
+      d.opcode = Opcode::put_signal_inline;
+      d.op = static_cast<uint8_t>(op);
+      d.pe = pe;
+      d.remote = detail::heap_offset(h, dst);
+      d.bytes = bytes;
+      d.sig = detail::heap_offset(h, sig);
+      d.value = value;
+      t = post(h, queue_of(h), d, false, src);
+    } else {
+      // An empty payload makes it a plain signal.
+      t = routed_signal_at(h, detail::heap_offset(h, sig), value, op, pe, detail::heap_offset(h, dst),
+                           bytes ? src : nullptr, bytes);
+    }
     if (blocking) wait_ticket(h, queue_of(h), t, DeviceOp::put_signal, pe);
   }
   if (blocking) coop::sync(c);

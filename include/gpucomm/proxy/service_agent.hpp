@@ -23,7 +23,7 @@ struct ServiceAgentOptions {
   int threads = 256;       // threads per block: warp w of all warps serves queues w, w + warps, ...
   int64_t idle_us = 500;   // leave after this long without work (0: never leave)
   int64_t timeout_ms = 0;  // limit for stop()
-  int rank = -1;           // for messages
+  int rank = -1;           // this PE (its heap is on this GPU: device-scope ordering suffices) and for messages
   const JobLiveness* liveness = nullptr;
 };
 
@@ -36,8 +36,8 @@ class ServiceAgent {
   ~ServiceAgent();  // stop()
   ServiceAgent(const ServiceAgent&) = delete;
   ServiceAgent& operator=(const ServiceAgent&) = delete;
-  // Fills in the agent's wake words of a producer view (agent_state, agent_wake), so that
-  // producers can restart the agent after an idle exit. Use the result in the producers' table.
+  // Fills in the agent's wake word of a producer view (agent_wake), so that producers can restart
+  // the agent after an idle exit. Use the result in the producers' table.
   QueueView producer_view(const Queue& q) const;
   // Asks the warps to finish what is posted and return; waits (timeout_ms). Queues then refuse
   // new entries (agent_stopped).

@@ -134,7 +134,7 @@ class Runtime {
   void put(void* dst, const void* src, size_t bytes, int pe);
   void get(void* dst, const void* src, size_t bytes, int pe);
   template <class T>
-  void p(T* dst, T value, int pe) {
+  void p(T* dst, std::type_identity_t<T> value, int pe) {
     put(dst, &value, sizeof(T), pe);
   }
   template <class T>
@@ -153,16 +153,20 @@ class Runtime {
   T wait_until(T* ivar, Cmp cmp, std::type_identity_t<T> value);
   template <class T>
   bool test(T* ivar, Cmp cmp, std::type_identity_t<T> value);
+  // wait_until on a signal word, named as in the device API.
+  uint64_t signal_wait_until(uint64_t* sig, Cmp cmp, uint64_t value) { return wait_until(sig, cmp, value); }
 
-  // Atomics on `pe`'s copy of a symmetric word (T: int32_t, uint32_t, int64_t, uint64_t).
+  // Atomics on `pe`'s copy of a symmetric word (T: int32_t, uint32_t, int64_t, uint64_t). Values
+  // take the word's type (literals work: `atomic_fetch_add(ctr, 1, pe)` on a uint64_t*), as in the
+  // device API.
   template <class T>
   T atomic_fetch(const T* dst, int pe);
   template <class T>
-  void atomic_set(T* dst, T value, int pe);
+  void atomic_set(T* dst, std::type_identity_t<T> value, int pe);
   template <class T>
-  T atomic_fetch_add(T* dst, T value, int pe);
+  T atomic_fetch_add(T* dst, std::type_identity_t<T> value, int pe);
   template <class T>
-  void atomic_add(T* dst, T value, int pe) {
+  void atomic_add(T* dst, std::type_identity_t<T> value, int pe) {
     atomic_fetch_add(dst, value, pe);
   }
   template <class T>
@@ -174,15 +178,15 @@ class Runtime {
     atomic_fetch_add(dst, T(1), pe);
   }
   template <class T>
-  T atomic_swap(T* dst, T value, int pe);
+  T atomic_swap(T* dst, std::type_identity_t<T> value, int pe);
+  template <class T>  // returns the old value; the swap happened when it equals `expected`
+  T atomic_compare_swap(T* dst, std::type_identity_t<T> expected, std::type_identity_t<T> desired, int pe);
   template <class T>
-  T atomic_compare_swap(T* dst, T expected, T desired, int pe);  // returns the old value
+  T atomic_fetch_and(T* dst, std::type_identity_t<T> value, int pe);
   template <class T>
-  T atomic_fetch_and(T* dst, T value, int pe);
+  T atomic_fetch_or(T* dst, std::type_identity_t<T> value, int pe);
   template <class T>
-  T atomic_fetch_or(T* dst, T value, int pe);
-  template <class T>
-  T atomic_fetch_xor(T* dst, T value, int pe);
+  T atomic_fetch_xor(T* dst, std::type_identity_t<T> value, int pe);
 
   // Orders this PE's earlier puts and signals to each PE before later ones.
   void fence();

@@ -3,7 +3,8 @@
 // "MPI_X entering at walltime S.N, cputime S.N seconds in thread T." line, one
 // "type name=value" line per argument, and an "MPI_X returning at ..." line.
 // Datatype sizes are not part of that text, so message sizes from it are in elements unless the
-// trace itself reports sizes through MPI_Type_size.
+// trace itself reports sizes through MPI_Type_size. A file without a single call in that form is
+// not taken for an empty trace: reading it raises Errc::protocol.
 #include <fstream>
 #include <string>
 #include <vector>
@@ -29,7 +30,7 @@ class AsciiFile final : public RecordSource {
   std::string path_;
   int rank_;
   std::ifstream in_;
-  uint64_t size_ = 0, consumed_ = 0, line_no_ = 0;
+  uint64_t size_ = 0, consumed_ = 0, line_no_ = 0, records_ = 0;
   std::vector<int32_t> sizes_;
   std::vector<uint32_t> footer_;
   std::string line_;

@@ -27,7 +27,8 @@ class CountHistogram {
   double quantile(double q) const;  // q in [0, 1]; 0 when empty
   Summary summary() const;
   const std::map<int64_t, uint64_t>& values() const { return counts_; }
-  // Counts per power-of-two bin [2^k, 2^(k+1)) (bin of 0 is [0, 1)), as (low, high, count).
+  // Counts per power-of-two bin [2^k, 2^(k+1)) (bin of 0 is [0, 1)), as (low, high, count), every
+  // bin from the smallest value's to the largest's (empty ones with count 0).
   struct Bin {
     int64_t lo, hi;
     uint64_t count;

@@ -26,6 +26,7 @@ struct TraceInfo {
   uint64_t start_time = 0;
   std::array<int, 3> version{0, 0, 0};
   std::vector<RankFile> files;
+  std::vector<std::string> warnings;  // what the analysis should report about the files themselves
   uint64_t total_bytes() const;
 };
 

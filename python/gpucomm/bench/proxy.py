@@ -1,11 +1,13 @@
 """``gpucomm bench proxy``: the paths of one-sided operations side by side, in one run.
 
-Runs ``gpucomm-bench-proxy`` once per configuration - direct stores, the CPU proxy (ring in host
-or device memory, with and without doorbell batching), the GPU service agent (ring in device or
-host memory), UCX where its library is built - on 2 GPU PEs when 2 GPUs exist, else on 1 PE that
-targets itself (each latency point is then a whole descriptor round trip). Then the agent-count
-sweeps (CPU proxy threads, GPU agent blocks) on the message rate. Prints the comparison and the
-issue-level targets, and writes every configuration's results with ``--json FILE``.
+Runs ``gpucomm-bench-proxy`` once per configuration - direct stores (with the floors: flag round
+trips and CPU-issued writes in plain CUDA), the CPU proxy (ring in host or device memory, with and
+without doorbell batching), the GPU service agent (ring in device or host memory), UCX where its
+library is built, traced runs that break a round trip into stages - on 2 GPU PEs when 2 GPUs
+exist, else on 1 PE that targets itself (each latency point is then a whole descriptor round
+trip). Then the sweeps (CPU proxy threads, GPU agent blocks, the CPU proxy's stream memory
+operations) on the message rate. Prints the comparison and the targets beside their floors, and
+writes every configuration's results with ``--json FILE``.
 """
 from __future__ import annotations
 
@@ -20,19 +22,27 @@ from gpucomm._tools import find_tool
 
 # name, environment, benchmarks (the tool's --only)
 BASE = {"GPUCOMM_DEVICE": "gpu", "NCCL_NVLS_ENABLE": "0", "NVSHMEM_DISABLE_NVLS": "1"}
+CPU_HOST = {"GPUCOMM_TRANSPORT": "proxy-cpu", "GPUCOMM_PROXY_RING": "host"}
+GPU_DEVICE = {"GPUCOMM_TRANSPORT": "proxy-gpu", "GPUCOMM_PROXY_RING": "device"}
 CONFIGS = [
-    ("direct", {"GPUCOMM_TRANSPORT": "direct"}, "latency,rate,bandwidth"),
-    ("proxy-cpu/host-ring", {"GPUCOMM_TRANSPORT": "proxy-cpu", "GPUCOMM_PROXY_RING": "host"}, "latency,rate,bandwidth"),
+    ("direct", {"GPUCOMM_TRANSPORT": "direct"}, "floors,latency,rate,bandwidth"),
+    ("proxy-cpu/host-ring", CPU_HOST, "latency,rate,bandwidth"),
     ("proxy-cpu/device-ring", {"GPUCOMM_TRANSPORT": "proxy-cpu", "GPUCOMM_PROXY_RING": "device"}, "latency,rate"),
-    ("proxy-cpu/host-ring/doorbell-16", {"GPUCOMM_TRANSPORT": "proxy-cpu", "GPUCOMM_PROXY_RING": "host",
-                                         "GPUCOMM_PROXY_DOORBELL": "16"}, "rate"),
-    ("proxy-gpu/device-ring", {"GPUCOMM_TRANSPORT": "proxy-gpu", "GPUCOMM_PROXY_RING": "device"}, "latency,rate,bandwidth"),
+    ("proxy-cpu/host-ring/doorbell-16", {**CPU_HOST, "GPUCOMM_PROXY_DOORBELL": "16"}, "rate"),
+    ("proxy-gpu/device-ring", GPU_DEVICE, "latency,rate,bandwidth"),
     ("proxy-gpu/host-ring", {"GPUCOMM_TRANSPORT": "proxy-gpu", "GPUCOMM_PROXY_RING": "host"}, "latency,rate"),
     ("ucx", {"GPUCOMM_TRANSPORT": "ucx"}, "latency,rate,bandwidth"),
+    # Per-stage timestamps in the queues (GPUCOMM_PROXY_TRACE): where a round trip's time goes.
+    ("proxy-cpu/host-ring/traced", {**CPU_HOST, "GPUCOMM_PROXY_TRACE": "1"}, "stages"),
+    ("proxy-gpu/device-ring/traced", {**GPU_DEVICE, "GPUCOMM_PROXY_TRACE": "1"}, "stages"),
 ]
 SWEEPS = [(f"proxy-cpu/threads-{n}", {"GPUCOMM_TRANSPORT": "proxy-cpu", "GPUCOMM_PROXY_THREADS": str(n)}, "rate") for n in (1, 2, 4)] + \
          [(f"proxy-gpu/blocks-{n}", {"GPUCOMM_TRANSPORT": "proxy-gpu", "GPUCOMM_AGENT_BLOCKS": str(n)}, "rate,bandwidth")
-          for n in (1, 2, 4)]
+          for n in (1, 2, 4)] + \
+         [("proxy-cpu/memops-off", {**CPU_HOST, "GPUCOMM_PROXY_MEMOPS": "0"}, "latency,rate"),
+          ("proxy-cpu/memop-max-0", {**CPU_HOST, "GPUCOMM_PROXY_MEMOP_MAX": "0"}, "latency,rate"),
+          ("proxy-cpu/memop-max-1024", {**CPU_HOST, "GPUCOMM_PROXY_MEMOP_MAX": "1024"}, "rate")]
+STAGES = ["post", "notice", "execute", "deliver", "total", "complete"]
 
 
 def register(targets) -> None:
@@ -95,6 +105,24 @@ def summary(runs: dict, pes: int) -> list[str]:
         cells = [f"{fmt(point(res, 'put_signal_latency', 'thread', b))} [{fmt(point(res, 'put_signal_latency', 'block', b))}]"
                  for b in (8, 4096, 65536)]
         lines.append(f"{name:<34} " + " ".join(f"{c:>14}" for c in cells))
+    floors = runs.get("direct")
+    if point(floors, "cpu_proxy_floor", "min", 8) is not None:
+        lines += ["", "floors, plain CUDA in the same run, us (medians)",
+                  f"  flag round trip between two blocks, device memory:         {fmt(point(floors, 'flag_rt_blocks', 'device', 8))}",
+                  f"  flag round trip GPU thread <-> CPU thread, pinned memory:   {fmt(point(floors, 'gpu_cpu_flag_rt', 'pinned', 8))}"
+                  f" (one-way {fmt(point(floors, 'gpu_cpu_flag_one_way', 'pinned', 8))})"]
+        for form in ("memcpy", "write_value64", "batch_memop"):
+            trip = point(floors, "cpu_write_to_gpu", form, 8)
+            if trip is not None:
+                lines.append(f"  CPU-issued 8-byte write ({form:<13}) seen by a GPU thread + one-way back: {fmt(trip)}"
+                             f" (call {fmt(point(floors, 'cpu_write_call', form, 8))})")
+        lines.append(f"  CPU proxy floor (the cheapest of the three):                {fmt(point(floors, 'cpu_proxy_floor', 'min', 8))}")
+    traced = [(n, r) for n, r in runs.items() if point(r, "stage_us", "total", 8) is not None]
+    if traced:
+        lines += ["", "where a traced 8-byte put_signal round trip goes (means, us; GPUCOMM_PROXY_TRACE=1)",
+                  f"{'configuration':<34} " + " ".join(f"{s:>9}" for s in STAGES)]
+        for name, res in traced:
+            lines.append(f"{name:<34} " + " ".join(f"{fmt(point(res, 'stage_us', s, 8)):>9}" for s in STAGES))
     lines += ["", "message rate of 8-byte puts, Mops/s; proxy CPU time per operation",
               f"{'configuration':<34} {'GPU 32 CTAs':>12} {'GPU 132 CTAs':>13} {'CPU API':>9} {'CPU copies':>11} {'us/op CPU':>10}"]
     for name, res in runs.items():
@@ -105,47 +133,67 @@ def summary(runs: dict, pes: int) -> list[str]:
                      f"{fmt(point(res, 'proxy_cpu_us_per_op', 'cpu_proxy', 8, 132), 3):>10}")
     sizes = sorted({r["bytes"] for res in runs.values() if res for r in res.get("results", []) if r["name"] == "put_bw"})
     if sizes:
-        ref = next((res for res in runs.values() if point(res, "copy_engine_bw", "copy_engine", sizes[-1]) is not None), None)
-        lines += ["", "put bandwidth, GB/s (best of 1, 8, 32 CTAs, each putting its share; raw copy engine = cudaMemcpyAsync "
-                  "into the target's mapping)",
+        lines += ["", "put bandwidth, GB/s (best of 1, 8, 32 CTAs, each putting its share, back to back; raw = cudaMemcpyAsync "
+                  "into the target's mapping, back to back, in the same process)",
                   f"{'configuration':<34} " + " ".join(f"{(str(b >> 20) + ' MB') if b >= 1 << 20 else (str(b >> 10) + ' KB'):>9}" for b in sizes)]
-        if ref:
-            lines.append(f"{'raw copy engine':<34} " + " ".join(f"{fmt(point(ref, 'copy_engine_bw', 'copy_engine', b)):>9}" for b in sizes))
         for name, res in runs.items():
             if best_bw(res, sizes[0])[0] is not None:
                 lines.append(f"{name:<34} " + " ".join(f"{fmt(best_bw(res, b)[0]):>9}" for b in sizes))
+                if point(res, "copy_engine_bw", "copy_engine", sizes[-1]) is not None:
+                    lines.append(f"{'  raw copy engine, same process':<34} "
+                                 + " ".join(f"{fmt(point(res, 'copy_engine_bw', 'copy_engine', b)):>9}" for b in sizes))
     return lines
 
 
+def verdict(ok: bool) -> str:
+    return "met" if ok else "MISSED"
+
+
 def targets(runs: dict, pes: int) -> list[str]:
-    out = ["", "targets (2x H200 in the issue; measured here on " + ("2 PEs" if pes == 2 else "1 PE, round trips to itself") + ")"]
-    cpu = point(runs.get("proxy-cpu/host-ring"), "put_signal_latency", "thread", 8)
-    if cpu is not None:
-        one_way = cpu if pes == 2 else cpu / 2
-        out.append(f"  proxy-executed put one-way <= 3 us: {one_way:.2f} us{'' if pes == 2 else ' (half the round trip)'} -> "
-                   f"{'met' if one_way <= 3 else 'missed'}")
+    """The layer's targets, each beside its floor measured in the same run."""
+    where = "2 PEs" if pes == 2 else "1 PE, round trips to itself"
+    out = ["", f"targets ({where}; each floor measured in this run)"]
     direct = point(runs.get("direct"), "put_signal_latency", "thread", 8)
     agent = point(runs.get("proxy-gpu/device-ring"), "put_signal_latency", "thread", 8)
+    cpu = point(runs.get("proxy-cpu/host-ring"), "put_signal_latency", "thread", 8)
+    blocks = point(runs.get("direct"), "flag_rt_blocks", "device", 8)
+    floor = point(runs.get("direct"), "cpu_proxy_floor", "min", 8)
     if direct and agent:
-        out.append(f"  GPU agent small put <= 2x direct: {agent:.2f} / {direct:.2f} us = {agent / direct:.2f}x -> "
-                   f"{'met' if agent <= 2 * direct else 'missed'}")
+        out.append(f"  GPU agent put_signal round trip <= 2x direct: {agent:.2f} us vs 2 x {direct:.2f} = {2 * direct:.2f} us "
+                   f"({agent / direct:.2f}x; floor: flag round trip between blocks {fmt(blocks)} us) -> {verdict(agent <= 2 * direct)}")
+    if agent and cpu:
+        out.append(f"  GPU agent <= 0.5x CPU proxy (ComP-Net): {agent:.2f} vs 0.5 x {cpu:.2f} = {0.5 * cpu:.2f} us "
+                   f"({agent / cpu:.2f}x) -> {verdict(agent <= 0.5 * cpu)}")
+    if cpu and floor:
+        out.append(f"  CPU proxy put_signal round trip (host ring) <= 1.5x floor: {cpu:.2f} us vs 1.5 x {floor:.2f} = "
+                   f"{1.5 * floor:.2f} us ({cpu / floor:.2f}x) -> {verdict(cpu <= 1.5 * floor)}")
+    agent_runs = [n for n in runs if n == "proxy-gpu/device-ring" or n.startswith("proxy-gpu/blocks-")]
+    best = max(((point(runs[n], "p_msg_rate", "thread", 8, c) or 0, n, c) for n in agent_runs for c in (32, 132)), default=None)
+    if best and best[0]:
+        out.append(f"  GPU-issued 8-byte puts through the GPU agent >= 50 Mops/s (<= 4 agent blocks): {best[0]:.1f} Mops/s "
+                   f"({best[1]}, {best[2]} CTAs) -> {verdict(best[0] >= 50)}")
     res = runs.get("proxy-cpu/host-ring")
-    ref = runs.get("direct")
-    for b in (16 << 20, 64 << 20, 256 << 20):
-        ours, raw = best_bw(res, b)[0], point(ref, "copy_engine_bw", "copy_engine", b)
+    r32, r132 = point(res, "p_msg_rate", "thread", 8, 32), point(res, "p_msg_rate", "thread", 8, 132)
+    c132 = point(res, "proxy_cpu_us_per_op", "cpu_proxy", 8, 132)
+    c32 = point(res, "proxy_cpu_us_per_op", "cpu_proxy", 8, 32)
+    if r32 and r132:
+        cpu_ok = c32 is not None and c132 is not None and max(c32, c132) <= 2
+        out.append(f"  GPU-issued 8-byte puts through the CPU proxy >= 2 Mops/s, rising 32 -> 132 CTAs, <= 2 us CPU/op: "
+                   f"{r32:.2f} -> {r132:.2f} Mops/s, {fmt(c32)} / {fmt(c132)} us CPU/op -> "
+                   f"{verdict(min(r32, r132) >= 2 and r132 >= r32 and cpu_ok)}")
+    cpu_api = point(res, "host_p_rate", "host_api", 8)
+    if best and best[0] and cpu_api:
+        ratio = best[0] / cpu_api
+        out.append(f"  GPUrdma's comparison: GPU-issued small messages (GPU agent) >= 4.5x CPU-issued (host API, CPU proxy): "
+                   f"{best[0]:.1f} / {cpu_api:.3f} Mops/s = {ratio:.0f}x -> {verdict(ratio >= 4.5)}")
+    for b in sorted({r["bytes"] for r in (res or {}).get("results", []) if r["name"] == "put_bw" and r["bytes"] >= 64 << 20}):
+        # The same shape as the raw copies: one put of the whole size per repetition (1 CTA).
+        ours, raw = point(res, "put_bw", "block", b, 1), point(res, "copy_engine_bw", "copy_engine", b)
+        best, ctas = best_bw(res, b)
         if ours and raw:
-            out.append(f"  copy-engine puts through the proxy >= 95% of raw at {b >> 20} MB: {ours:.1f} / {raw:.1f} GB/s = "
-                       f"{100 * ours / raw:.0f}% -> {'met' if ours >= 0.95 * raw else 'missed'}")
-    gpu_rate = point(runs.get("direct"), "p_msg_rate", "thread", 8, 132)
-    cpu_rate = point(runs.get("direct"), "host_copy_rate", "cpu_async_copy", 8)
-    if gpu_rate and cpu_rate:
-        out.append(f"  small messages GPU-issued (stores) vs CPU-issued (cudaMemcpyAsync), GPUrdma's 4.5x: {gpu_rate:.1f} / "
-                   f"{cpu_rate:.3f} Mops/s = {gpu_rate / cpu_rate:.0f}x" + ("" if pes == 2 else " (stores to its own memory)"))
-    gpu_proxy = point(runs.get("proxy-cpu/host-ring"), "p_msg_rate", "thread", 8, 32)
-    cpu_api = point(runs.get("proxy-cpu/host-ring"), "host_p_rate", "host_api", 8)
-    if gpu_proxy and cpu_api:
-        out.append(f"  small messages GPU-issued vs CPU-issued, both through the CPU proxy: {gpu_proxy:.3f} / {cpu_api:.3f} Mops/s = "
-                   f"{gpu_proxy / cpu_api:.1f}x")
+            out.append(f"  copy-engine puts through the proxy >= 95% of raw copies at {b >> 20} MB (one put per repetition, like "
+                       f"the copies): {ours:.1f} / {raw:.1f} GB/s = {100 * ours / raw:.1f}% -> {verdict(ours >= 0.95 * raw)} "
+                       f"(the share of {ctas} CTAs each: {best:.1f} GB/s = {100 * best / raw:.1f}%)")
     return out
 
 

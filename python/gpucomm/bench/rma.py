@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 from gpucomm._tools import find_tool
+from gpucomm.launch.gpus import require_gpus
 
 # Lower is better for latencies, higher for bandwidth and rates.
 _LOWER_IS_BETTER = {"us"}
@@ -51,6 +52,10 @@ def compare(ours: dict, theirs: dict) -> list[str]:
 
 
 def run(args) -> int:
+    if os.environ.get("GPUCOMM_DEVICE", "gpu") not in ("gpu", "auto", ""):
+        raise ValueError(f"the RMA benchmark runs on GPU PEs; GPUCOMM_DEVICE={os.environ['GPUCOMM_DEVICE']} "
+                         "asks for another kind (unset it)")
+    require_gpus("the RMA benchmark")
     tool = find_tool("gpucomm-bench-rma")
     out = args.json
     tmp = None
@@ -59,7 +64,7 @@ def run(args) -> int:
         tmp.close()
         out = tmp.name
     env = dict(os.environ)
-    env.setdefault("GPUCOMM_DEVICE", "gpu")
+    env["GPUCOMM_DEVICE"] = "gpu"
     env["NCCL_NVLS_ENABLE"] = "0"
     env["NVSHMEM_DISABLE_NVLS"] = "1"
     cmd = [sys.executable, "-m", "gpucomm", "run", "-n", "2", "--gpus", args.gpus, "--", str(tool), "--json", out]

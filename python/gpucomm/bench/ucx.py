@@ -19,6 +19,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -77,6 +78,28 @@ def parse_perftest(output: str, names: list[str]) -> dict[str, dict]:
     return found
 
 
+def _run_client(cmd: list[str], env: dict, names: list[str]) -> subprocess.CompletedProcess:
+    """Runs ucx_perftest's client, saying on stderr when each of the batch's tests finished; stops
+    it after 30 minutes."""
+    # stderr joins stdout: one pipe read to its end cannot fill the other and stall the client.
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    watchdog = threading.Timer(1800, proc.kill)
+    watchdog.start()
+    out = []
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            out.append(line)
+            words = line.split()
+            if len(words) == 9 and words[0] in names:
+                print(f"gpucomm bench ucx: ucx_perftest [{names.index(words[0]) + 1}/{len(names)}] {words[0]} done",
+                      file=sys.stderr, flush=True)
+        proc.wait()
+    finally:
+        watchdog.cancel()
+    return subprocess.CompletedProcess(cmd, proc.returncode, "".join(out), "")
+
+
 def run_perftest(binary: Path, batch: list[tuple[str, dict, str]], env: dict, extra: list[str]) -> dict[str, dict]:
     with tempfile.NamedTemporaryFile("w", prefix="gpucomm-ucx-perftest-", suffix=".txt", delete=False) as f:
         f.write("\n".join(line for _, _, line in batch) + "\n")
@@ -88,8 +111,8 @@ def run_perftest(binary: Path, batch: list[tuple[str, dict, str]], env: dict, ex
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             try:
                 time.sleep(0.5 + attempt)  # the server listens once it started
-                client = subprocess.run([str(binary), "127.0.0.1", "-p", port, "-b", batch_file, "-f", *extra], env=env,
-                                        capture_output=True, text=True, timeout=1800)
+                client = _run_client([str(binary), "127.0.0.1", "-p", port, "-b", batch_file, "-f", *extra], env,
+                                     [n for n, _, _ in batch])
             finally:
                 try:
                     server.wait(timeout=10)
@@ -167,7 +190,8 @@ def run(args) -> int:
             penv = dict(env)
             penv["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(pkg / "lib"), env.get("LD_LIBRARY_PATH")]))
             batch = perftest_batch(ours["results"])
-            print(f"\ngpucomm bench ucx: {binary} (server and client on 127.0.0.1), UCX_TLS={args.tls}", flush=True)
+            print(f"\ngpucomm bench ucx: {binary} (server and client on 127.0.0.1), UCX_TLS={args.tls}, "
+                  f"{len(batch)} tests with endpoint error handling, then {len(batch)} without", flush=True)
             with_eh = run_perftest(binary, batch, penv, ["-e"])
             without_eh = run_perftest(binary, batch, penv, [])
             rows = compare(ours["results"], with_eh, without_eh)

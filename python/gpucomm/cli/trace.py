@@ -10,6 +10,8 @@ import json
 import sys
 from pathlib import Path
 
+from gpucomm.cli import _args
+
 
 def _int_list(text: str) -> list[int]:
     try:
@@ -23,16 +25,6 @@ def _float_list(text: str) -> list[float]:
         return [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"'{text}' is not a comma-separated list of numbers") from None
-
-
-def _nonneg_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"{v} is negative")
-    return v
 
 
 def register(sub) -> None:
@@ -50,17 +42,18 @@ def register(sub) -> None:
     a.add_argument("path", metavar="PATH", help="trace directory, .meta file or dumpi2ascii .txt file")
     a.add_argument("--json", metavar="FILE", help="write the JSON report to FILE ('-' for standard output, "
                                                   "which replaces the text report)")
-    a.add_argument("--plots", metavar="DIR", help="write PNG plots (sizes, rate over time, queue CDF) to DIR")
+    a.add_argument("--plots", metavar="DIR", help="write PNG plots (sizes, rate over time, queue CDF) to DIR; "
+                                                  "needs matplotlib (pip install 'gpucomm[plots]')")
     a.add_argument("--export-queues", metavar="FILE", help="write matching-queue snapshots (gpucomm snapshot format)")
-    a.add_argument("--snapshots", metavar="N", type=_nonneg_int, default=8,
+    a.add_argument("--snapshots", metavar="N", type=_args.nonneg_int, default=8,
                    help="snapshots to export, largest first (0: one per rank; default 8)")
-    a.add_argument("--rank", metavar="R", type=_nonneg_int, help="report only rank R in the per-rank section")
+    a.add_argument("--rank", metavar="R", type=_args.nonneg_int, help="report only rank R in the per-rank section")
     a.add_argument("--name", help="name used in plot titles and file names (default: the trace's folder name)")
     prog = a.add_mutually_exclusive_group()
     prog.add_argument("--progress", dest="progress", action="store_true", default=None,
                       help="draw a progress bar on stderr (default: for traces over 16 MB on a terminal)")
     prog.add_argument("--no-progress", dest="progress", action="store_false", help="never draw a progress bar")
-    a.set_defaults(func=_analyze)
+    a.set_defaults(func=_analyze, parser=a)
 
     d = cmds.add_parser("dnn-model", help="data- vs model-parallel DNN training model (Klenk's thesis §4.5)",
                         description="Reproduces the speedups of Table 4.3 of Klenk's thesis from its per-batch computation "
@@ -86,18 +79,53 @@ def register(sub) -> None:
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
+def _check_output_file(parser, arg: str, path: str) -> None:
+    """A file argument must name a file that can be created: its folder exists, it is no folder."""
+    p = Path(path)
+    if p.is_dir():
+        parser.error(f"argument {arg}: {path} is a directory, not a file")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        what = "is not a directory" if parent.exists() else "does not exist"
+        parser.error(f"argument {arg}: cannot create {path}: {parent} {what}")
+
+
+def _check_outputs(parser, args) -> None:
+    """Refuses unusable output arguments before the (possibly long) analysis starts."""
+    if args.json and args.json != "-":
+        _check_output_file(parser, "--json", args.json)
+    if args.export_queues:
+        _check_output_file(parser, "--export-queues", args.export_queues)
+    if args.plots:
+        plots = Path(args.plots)
+        if plots.exists() and not plots.is_dir():
+            parser.error(f"argument --plots: {args.plots} exists and is not a directory")
+        from gpucomm.trace.plots import have_matplotlib
+        if not have_matplotlib():
+            raise RuntimeError("--plots needs matplotlib, which is not installed: pip install 'gpucomm[plots]' "
+                               "(or pip install matplotlib)")
+
+
+def _write_text(arg: str, path: str, text: str) -> None:
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise RuntimeError(f"argument {arg}: cannot write {path}: {exc.strerror or exc}") from None
+
+
 def _analyze(args) -> int:
     from gpucomm.trace.analyze import run_analyzer
+    _check_outputs(args.parser, args)
     rep = run_analyzer(args.path, rank=args.rank, export_queues=args.export_queues,
                        snapshots=args.snapshots, progress=args.progress)
     if args.rank is not None and not rep["ranks"]:
         raise ValueError(f"argument --rank: the trace has ranks 0..{rep['trace']['ranks'] - 1}")
     if args.json:
-        text = json.dumps(rep, indent=1)
+        text = json.dumps(rep, indent=1, ensure_ascii=False)
         if args.json == "-":
             sys.stdout.write(text + "\n")
         else:
-            Path(args.json).write_text(text + "\n")
+            _write_text("--json", args.json, text + "\n")
     if args.json != "-":
         from gpucomm.trace.report import render
         sys.stdout.write(render(rep))
@@ -105,7 +133,12 @@ def _analyze(args) -> int:
         from gpucomm.trace.plots import write_plots
         p = Path(args.path)
         name = args.name or (p.parent.name if p.is_file() else p.resolve().name)
-        for f in write_plots(rep, args.plots, name):
+        try:
+            written = write_plots(rep, args.plots, name)
+        except OSError as exc:
+            raise RuntimeError(f"argument --plots: cannot write the plots to {args.plots}: {exc.strerror or exc}") \
+                from None
+        for f in written:
             print(f"wrote {f}", file=sys.stderr)
     if args.export_queues:
         print(f"wrote {len(rep['snapshots'])} queue snapshots to {args.export_queues}", file=sys.stderr)

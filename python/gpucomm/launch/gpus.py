@@ -24,3 +24,24 @@ def visible_gpu_count() -> int:
     except (OSError, subprocess.TimeoutExpired):
         return 0
     return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
+
+
+def no_gpu_reason() -> str:
+    """Why CUDA reports no device here, as the topology probe words it ("" when unknown)."""
+    try:
+        import json
+
+        from gpucomm import _core  # type: ignore[attr-defined]
+        return str(json.loads(_core.topology_json()).get("cuda", {}).get("status", ""))
+    except Exception:  # the extension may be absent
+        return ""
+
+
+def require_gpus(what: str) -> int:
+    """The number of visible GPUs; raises RuntimeError naming `what` and the cause when there is none."""
+    n = visible_gpu_count()
+    if n == 0:
+        reason = no_gpu_reason()
+        raise RuntimeError(f"{what} runs on GPU PEs and this machine has no usable GPU"
+                           + (f" (CUDA: {reason})" if reason else ""))
+    return n

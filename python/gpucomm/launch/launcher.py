@@ -4,7 +4,8 @@ It starts N PEs of one program on this host, hands each its rank and the job's u
 inherits the store's listening socket, so the port cannot be taken in between) and a lifeline,
 assigns GPUs round robin, optionally prefixes output lines with the rank, forwards
 SIGINT/SIGTERM, and, when one PE fails, names it, tells the others and gives them a grace period
-to exit on their own before stopping them (supervisor.py): no orphaned process, no hang.
+to exit on their own before stopping them (supervisor.py): no orphaned process, no hang. The PEs'
+output is passed on line by line (launch/output.py).
 """
 from __future__ import annotations
 
@@ -12,13 +13,11 @@ import ctypes
 import dataclasses
 import os
 import secrets
-import selectors
 import signal
 import socket
 import subprocess
-import sys
-import threading
 
+from . import output
 from .supervisor import Pe, Supervisor, log, make_lifeline, signal_group
 
 
@@ -26,13 +25,14 @@ from .supervisor import Pe, Supervisor, log, make_lifeline, signal_group
 class LaunchOptions:
     nprocs: int
     command: list[str]
-    tag_output: bool = False
+    tag_output: bool = False      # prefix lines with [rank] (output mode "tagged")
     gpus: str = "auto"            # "auto", "none", or a comma list of device indices
     kill_grace: float = 5.0       # seconds the other PEs get to exit after one failed
     timeout: float = 0.0          # whole-job limit in seconds, 0 = none
     bind: str = "127.0.0.1"
     extra_env: dict[str, str] = dataclasses.field(default_factory=dict)
     verbose: bool = False
+    output: str = "lines"         # "lines", "tagged" or "raw" (launch/output.py)
 
 
 def _die_with_parent() -> None:
@@ -57,29 +57,6 @@ def _device_list(spec: str) -> list[int]:
         raise ValueError(f"--gpus: '{spec}' is not auto, none or a comma-separated list of GPU indices") from None
 
 
-def _pump(streams: list[tuple[object, int, object]]) -> None:
-    """Copies the PEs' output lines, prefixed with "[rank] ", in the order they arrive: one thread
-    waits on every pipe, so a line written a millisecond before another is printed before it (the
-    first PE to fail prints its error first)."""
-    sel = selectors.DefaultSelector()
-    partial: dict[int, bytes] = {}
-    for stream, rank, out in streams:
-        sel.register(stream, selectors.EVENT_READ, (rank, out))
-        partial[stream.fileno()] = b""
-    while sel.get_map():
-        for key, _ in sel.select():
-            rank, out = key.data
-            fd = key.fileobj.fileno()
-            data = os.read(fd, 65536)
-            if not data:  # EOF: flush a last line without its newline
-                sel.unregister(key.fileobj)
-                key.fileobj.close()
-                data = b"\n" if partial[fd] else b""
-            lines = (partial[fd] + data).split(b"\n")
-            partial[fd] = lines.pop()
-            if lines:
-                out.buffer.write(b"".join(f"[{rank}] ".encode() + line + b"\n" for line in lines))
-                out.flush()
 
 
 def launch(opts: LaunchOptions) -> int:
@@ -98,7 +75,9 @@ def launch(opts: LaunchOptions) -> int:
         mode = f"GPUs {devices}" if devices else "host-memory PEs (no GPU assigned)"
         log(f"{opts.nprocs} PEs, store at {host_text}:{port}, {mode}")
 
+    mode = "tagged" if opts.tag_output else opts.output
     pes: list[Pe] = []
+    streams: list[output.PeStreams] = []
     try:
         for rank in range(opts.nprocs):
             env = dict(os.environ)
@@ -114,10 +93,10 @@ def launch(opts: LaunchOptions) -> int:
             if rank == 0:
                 env["GPUCOMM_BOOTSTRAP_LISTEN_FD"] = str(listener.fileno())
                 pass_fds += (listener.fileno(),)
-            pipe = subprocess.PIPE if opts.tag_output else None
+            streams.append(output.pe_streams(mode, rank))
             try:
-                p = subprocess.Popen(opts.command, env=env, pass_fds=pass_fds, stdout=pipe, stderr=pipe,
-                                     start_new_session=True, preexec_fn=_die_with_parent)
+                p = subprocess.Popen(opts.command, env=env, pass_fds=pass_fds, stdout=streams[-1].stdout,
+                                     stderr=streams[-1].stderr, start_new_session=True, preexec_fn=_die_with_parent)
             except FileNotFoundError:
                 ours.close()
                 raise FileNotFoundError(f"program not found: {opts.command[0]}") from None
@@ -126,24 +105,22 @@ def launch(opts: LaunchOptions) -> int:
                 raise PermissionError(f"program is not executable: {opts.command[0]}") from None
             finally:
                 theirs.close()  # the PE holds it now; the launcher keeps only its own end
+                streams[-1].started()
             pes.append(Pe(rank, p, ours))
     except BaseException:
         for pe in pes:
             signal_group(pe.proc, signal.SIGKILL)
             if pe.lifeline is not None:
                 pe.lifeline.close()
+        for s in streams:
+            s.close()
         raise
     finally:
         listener.close()  # rank 0 holds its own copy
 
-    pump = None
-    if opts.tag_output:
-        streams = [(s, pe.rank, out) for pe in pes
-                   for s, out in ((pe.proc.stdout, sys.stdout), (pe.proc.stderr, sys.stderr))]
-        pump = threading.Thread(target=_pump, args=(streams,), daemon=True)
-        pump.start()
+    pumps = output.start_pump([pe.proc for pe in pes], streams, mode)
     try:
         return Supervisor(pes, opts.kill_grace, opts.timeout).run()
     finally:
-        if pump is not None:
-            pump.join(timeout=5)
+        for t in pumps:
+            t.join(timeout=5)

@@ -41,9 +41,15 @@ def run_analyzer(path: str, rank: int | None = None, export_queues: str | None =
         cmd += ["--snapshots", str(snapshots)]
     # With a progress bar stderr goes straight to the terminal; otherwise it is captured so that
     # the analyser's message becomes this command's error.
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=None if progress else subprocess.PIPE, text=True)
+    # Bytes that are not UTF-8 (from a file name or a damaged trace) come out escaped, never as a
+    # decoding error that would hide the message.
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=None if progress else subprocess.PIPE,
+                          encoding="utf-8", errors="backslashreplace")
     if proc.returncode != 0:
         lines = (proc.stderr or "").strip().splitlines()
         detail = next((ln for ln in lines if "error:" in ln), lines[-1] if lines else "analysis failed (see above)")
         raise RuntimeError(detail.replace("gpucomm-trace: error: ", ""))
-    return json.loads(proc.stdout)
+    try:
+        return json.loads(proc.stdout)
+    except ValueError as exc:
+        raise RuntimeError(f"{path}: the analyser's report is not valid JSON ({exc})") from None

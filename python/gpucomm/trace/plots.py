@@ -1,7 +1,13 @@
 """PNG plots of a trace report: message-size histogram, message rate over time, queue-length CDF."""
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
+
+
+def have_matplotlib() -> bool:
+    """Whether the optional plotting dependency (the `plots` extra) is installed."""
+    return importlib.util.find_spec("matplotlib") is not None
 
 
 def _cdf(values: list[list[int]]):

@@ -46,7 +46,8 @@ def render(rep: dict) -> str:
         "Point-to-point",
         f"  sends {p2p['sends']}, recvs {p2p['recvs']}, communicating pairs {p2p['pairs']}, "
         f"pair count check: {'ok' if p2p['pair_count_check'] else 'MISMATCH'}, "
-        f"pair bytes check: {'ok' if p2p['pair_bytes_check'] else 'MISMATCH'}",
+        f"pair bytes check: {'ok' if p2p['pair_bytes_check'] else 'MISMATCH'}"
+        + (f" ({p2p['sends_outside_run']} sends to ranks outside the trace)" if p2p.get("sends_outside_run") else ""),
         f"  send size min / median / max / total [{unit}]: {_mmm(p2p['send_bytes'])} / {_num(p2p['send_bytes']['total'])}",
         f"  send size [elements]: {_mmm(p2p['send_elements'])}",
         f"  send functions {_counts(p2p['send_functions'])}; recv functions {_counts(p2p['recv_functions'])}",
