@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "blocking.hpp"
 #include "gpucomm/gpucomm.hpp"
 #include "gpucomm/patterns/patterns.hpp"
-#include "blocking.hpp"
 #include "py_runtime.hpp"
 
 namespace nb = nanobind;

@@ -15,9 +15,9 @@
 #include <string>
 #include <type_traits>
 
+#include "blocking.hpp"
 #include "gpucomm/gpucomm.hpp"
 #include "py_arrays.hpp"
-#include "blocking.hpp"
 #include "py_runtime.hpp"
 #include "py_words.hpp"
 

@@ -8,8 +8,8 @@
 
 #include <string>
 
-#include "gpucomm/gpucomm.hpp"
 #include "blocking.hpp"
+#include "gpucomm/gpucomm.hpp"
 #include "py_runtime.hpp"
 
 namespace nb = nanobind;

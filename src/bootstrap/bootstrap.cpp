@@ -159,6 +159,9 @@ void Bootstrap::note_local_failure(const std::string& what) const {
 std::string Bootstrap::local_failure() const {
   return impl_->failure.local();
 }
+void Bootstrap::forgive_local_failure() {
+  impl_->failure.forgive_local();
+}
 void Bootstrap::set_job_state_word(uint32_t* word) {
   impl_->failure.set_word(word);
 }

@@ -56,4 +56,9 @@ std::string JobFailure::local() const {
   return local_;
 }
 
+void JobFailure::forgive_local() {
+  std::lock_guard<std::mutex> g(mu_);
+  local_.clear();
+}
+
 }  // namespace gpucomm::bootstrap

@@ -37,6 +37,8 @@ class JobFailure {
   // A wait of this PE failed by itself (timeout, interrupt): kept for the abort it leads to.
   void note_local(const std::string& what);
   std::string local() const;
+  // Every PE passed a barrier after that failure (the program caught it): in step again.
+  void forgive_local();
 
  private:
   void store_word() const;  // with mu_ held

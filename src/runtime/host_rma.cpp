@@ -236,14 +236,18 @@ void Runtime::barrier(const Team& team) {
   for (int m : t.members) reachable = reachable && heap_->peer_base(m) != nullptr;
   // GPU PEs: the device barrier of the team, unless some member is reached through UCX (the
   // bootstrap's barrier then).
-  if (gpu_ && reachable && !(gpu_->handle.flags & kHandleSetSignalsOnly)) return gpu_device_barrier(team);
   const bool direct = reachable && heap_->kind() == heap::MemoryKind::host;
-  if (direct) {
+  if (gpu_ && reachable && !(gpu_->handle.flags & kHandleSetSignalsOnly)) {
+    gpu_device_barrier(team);
+  } else if (direct) {
     host_barrier(t);
   } else {
     std::string group = "team" + std::to_string(t.id) + "/" + std::to_string(t.collective_seq++) + "/barrier";
     bootstrap_->gather(group, static_cast<int>(t.members.size()), t.my_index, "");
   }
+  // Every PE passed this barrier after a wait of this PE failed and the program caught it: the job
+  // is in step again, so finalize() need not abort for that failure.
+  if (static_cast<int>(t.members.size()) == size_) bootstrap_->forgive_local_failure();
 }
 
 // Dissemination barrier over the host heap's control blocks: in round k, PE i notifies PE

@@ -12,8 +12,10 @@ from gpucomm._tools import find_tool
 
 def main() -> int:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCOMM_") or k == "GPUCOMM_UNDER_SANITIZER"}
-    env.update({"GPUCOMM_DEVICE": "gpu", "GPUCOMM_TIMEOUT": "60", "GPUCOMM_HEAP_SIZE": "16M"})
-    cmd = [sys.executable, "-m", "gpucomm", "run", "-n", "2", "--gpus", "0", "--tag-output", "--",
+    # Only GPU 0 visible: both PEs get it (gpucomm run assigns the visible GPUs round robin).
+    env.update({"GPUCOMM_DEVICE": "gpu", "GPUCOMM_TIMEOUT": "60", "GPUCOMM_HEAP_SIZE": "16M",
+                "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0]})
+    cmd = [sys.executable, "-m", "gpucomm", "run", "-n", "2", "--tag-output", "--",
            str(find_tool("gpucomm-fault-pe")), "gpu-kill-wait", "1"]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=100)
     out = r.stdout + r.stderr

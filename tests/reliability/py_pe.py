@@ -88,6 +88,24 @@ if mode == "interrupt":
             sys.exit(0 if took < 2.5 and ticks[0] > 100 else 3)
     sys.exit(3)
 
+if mode == "caught-timeout-resync":
+    # Rank 0's own wait times out (0.5 s) and the program catches it; then every PE passes a
+    # barrier: the job is in step again, so closing the runtime finalizes instead of aborting.
+    if rank == 0:
+        os.environ["GPUCOMM_TIMEOUT"] = "0.5"
+    with gpucomm.Runtime() as rt:
+        w = rt.zeros((1,), "uint64")
+        rt.barrier_all()
+        if rank == 0:
+            try:
+                rt.wait_until(w, "eq", 1)  # nobody signals it
+                sys.exit(3)
+            except gpucomm.TimeoutError as e:
+                say(f"rank 0 caught TimeoutError: {e}")
+        rt.barrier_all()
+        say(f"rank {rank} in step again, failed={rt.failed}")
+    sys.exit(0)
+
 if mode == "arrays":
     rt = gpucomm.Runtime()
     a = rt.zeros((4, 8), "int64")

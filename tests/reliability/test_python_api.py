@@ -41,6 +41,16 @@ def test_keyboard_interrupt_in_a_blocking_call(core_built, gpucomm_env):
     assert took < 15, out
 
 
+def test_caught_timeout_followed_by_a_barrier_does_not_fail_the_job(core_built, gpucomm_env):
+    r, took, out = run(gpucomm_env, 2, "caught-timeout-resync", env={"GPUCOMM_TIMEOUT": "30"})
+    assert r.returncode == 0, out
+    assert "[0] PY rank 0 caught TimeoutError" in out and "wait_until" in out, out
+    for rank in (0, 1):
+        assert f"[{rank}] PY rank {rank} in step again, failed=False" in out, out
+    assert "aborting the job" not in out, out
+    assert took < 15, out
+
+
 def test_arrays_outlive_close_and_inputs_are_checked(core_built, gpucomm_env):
     r, _, out = run(gpucomm_env, 2, "arrays")
     assert r.returncode == 0, out

@@ -52,6 +52,9 @@ class Bootstrap final : public JobLiveness {
   void note_local_failure(const std::string& what) const override;
   // What failed on this PE by itself (a wait that timed out or was interrupted), "" if nothing.
   std::string local_failure() const;
+  // A barrier of every PE completed after that failure (the program caught it and the job is in
+  // step again): finalize() need not abort for it.
+  void forgive_local_failure();
   // Fails the job now: every PE learns "rank R aborted: reason" at once (through the store and
   // the launcher). Does not wait; a later finalize() does not wait either.
   void abort(const std::string& reason);
