@@ -109,7 +109,7 @@ std::vector<std::string> summary(const Context& c) {
         mcl.push_back("  Table 5.6 (" + bc + "): " + r.name + " / loop bandwidth " + fmt(r.value() / loop->value(), 3));
       }
     }
-    mcl.push_back("  Table 5.6 (halo left-right / pairwise): needs several GPUs (the 2-GPU issue)");
+    mcl.push_back("  Table 5.6 (halo left-right / pairwise): needs several GPUs (a 2-GPU machine)");
   }
   for (const auto& r : c.results) {
     if (r.section == "mcl" && r.name == "loop" && r.config.rfind("periodic", 0) == 0) {

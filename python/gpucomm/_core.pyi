@@ -10,6 +10,9 @@ from typing import Any, Protocol, TypeAlias
 __version__: str
 # gpucomm.patterns (python/src/bind_patterns.cpp; docs/PATTERNS.md): Pattern, Plan, the prebuilt patterns.
 patterns: types.ModuleType
+# gpucomm.messaging (python/src/bind_messaging.cpp; docs/MESSAGING.md): Messenger, Comm, Request, Status,
+# Message, Event, ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB.
+messaging: types.ModuleType
 
 class _DLPackArray(Protocol):
     def __dlpack__(self, *args: Any, **kwargs: Any) -> Any: ...

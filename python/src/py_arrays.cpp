@@ -16,6 +16,7 @@ std::string type_label_of(nb::handle obj) {
 // C order (the last index fastest) with no gaps; dimensions of extent 1 may have any stride.
 bool c_contiguous(const AnyArray& a) {
   if (!a.stride_ptr()) return true;  // DLPack leaves strides out for compact arrays
+  if (a.size() == 0) return true;    // an empty array has no gaps (numpy gives it any strides)
   int64_t expect = 1;
   for (size_t i = a.ndim(); i-- > 0;) {
     if (a.shape(i) != 1 && a.stride(i) != expect) return false;

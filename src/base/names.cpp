@@ -102,6 +102,8 @@ const char* device_op_name(DeviceOp op) {
       return "team barrier";
     case DeviceOp::team:
       return "team operation";
+    case DeviceOp::message:
+      return "messaging";
   }
   return "device operation";
 }

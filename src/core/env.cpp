@@ -106,6 +106,28 @@ constexpr Variable kVariables[] = {
     {"GPUCOMM_AGENT_IDLE_US", "500",
      "The GPU service agent leaves the GPU after this many microseconds without work and is started again by the next "
      "post (0: it stays until finalize; then cudaFree and cudaDeviceSynchronize wait for finalize)."},
+    {"GPUCOMM_MSG_SLOT_BYTES", "256",
+     "Messaging: bytes per inbox slot (a power of two, 128 to 4096); a slot holds a 64-byte header and the start of "
+     "an eager payload."},
+    {"GPUCOMM_MSG_SLOTS", "16",
+     "Messaging: inbox slots each sender has at each receiver (a power of two, 2 to 4096): the credits of a sender."},
+    {"GPUCOMM_MSG_POOL_SLOTS", "4",
+     "Messaging: eager payloads a receiver buffers per sender while they wait for their receive (0 to 64); beyond "
+     "them a sender sends header-only (rendezvous)."},
+    {"GPUCOMM_MSG_EAGER_MAX", "2048",
+     "Messaging: largest message sent eagerly, in bytes (at most what the inbox ring holds); larger ones use the "
+     "rendezvous protocol."},
+    {"GPUCOMM_MSG_CHUNK", "256K",
+     "Messaging: rendezvous chunk in bytes: the size of a staging chunk and what one progress call moves per "
+     "transfer."},
+    {"GPUCOMM_MSG_STAGING_PAIRS", "4",
+     "Messaging: staging pairs (two chunks each) per PE for rendezvous sends from buffers outside the symmetric "
+     "heap (1 to 64)."},
+    {"GPUCOMM_MSG_REQUESTS", "1024", "Messaging: requests in flight per PE (a multiple of 64)."},
+    {"GPUCOMM_MSG_UNEXPECTED", "4096",
+     "Messaging: messages per PE that may wait for their receive (a multiple of 64)."},
+    {"GPUCOMM_MSG_QUEUE", "1024",
+     "Messaging: entries of each communicator's unexpected-message and posted-receive queues (at most 2048)."},
 };
 
 std::once_flag g_warn_once;

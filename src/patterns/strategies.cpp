@@ -47,7 +47,7 @@ void phases_left_right(std::vector<Step>& steps, const GlobalPattern& g, const F
   for (int a : axes) axis_rank.emplace(a, static_cast<uint32_t>(axis_rank.size()));
   for (Step& s : steps) {
     const GlobalTransfer& t = g.transfers[s.transfer];
-    int dir = static_cast<int>(t.direction);
+    int dir = t.direction > 0 ? 1 : (t.direction < 0 ? -1 : 0);  // the sign is all that counts
     if (dir == 0) {
       const int a = f.order(s.from), b = f.order(s.to);
       dir = a == b ? 1 : (b > a ? 1 : -1);

@@ -155,7 +155,9 @@ void scenario_prebuilt(Runtime& rt) {
   const int n = rt.size(), me = rt.rank();
   constexpr size_t kBlock = 1000;
   const uint64_t seed = shared_seed(rt);
-  auto value = [&](int pe, size_t i) { return static_cast<char>((seed >> (pe % 8)) + pe * 31 + i * 7); };
+  auto value = [&](int pe, size_t i) {
+    return static_cast<char>((seed >> (pe % 8)) + static_cast<uint64_t>(pe) * 31 + i * 7);
+  };
   char* a = static_cast<char*>(rt.malloc(kBlock * static_cast<size_t>(n)));
   char* b = static_cast<char*>(rt.malloc(kBlock * static_cast<size_t>(n)));
   std::vector<char> mine(kBlock * static_cast<size_t>(n)), got(kBlock * static_cast<size_t>(n));

@@ -263,7 +263,7 @@ TEST_F(HostPlans, HaloExchangeMatchesTheCellByCellReference) {
 
 TEST_F(HostPlans, ThePeriodicThreeDimensionalHaloTakesTwoLines) {
   Runtime& rt = *rt_;
-  std::vector<double> u(10 * 12 * 14);
+  std::vector<double> u(size_t{10} * 12 * 14);
   std::iota(u.begin(), u.end(), 0.0);
   // Declared and run with the library's own calls:
   Plan halo_plan = halo(rt, Field::of(u.data(), {10, 12, 14}), {.ghost = 1, .periodic = true}).compile(rt);

@@ -53,7 +53,8 @@ enum class DeviceOp : uint32_t {
   handle_check,
   team_barrier,
   team,
-  last = team
+  message,  // two-sided messaging (gpucomm/messaging): its own record says which call and request
+  last = message
 };
 const char* device_op_name(DeviceOp op);
 

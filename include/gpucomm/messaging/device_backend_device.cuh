@@ -1,0 +1,257 @@
+#pragma once
+// The memory backend of GPU PEs (protocol_alloc.hpp lists what a backend provides): the one-sided
+// device API under the protocol, so every operation to a peer goes over NVLink/PCIe P2P directly
+// or through the proxy that serves the peer (device::put/get/signal route by themselves; LL
+// stores only where the route is direct). Local words at device scope, words other PEs touch at
+// system scope (gpucomm/base/ordering_device.cuh). Matching: the sequential matcher for one thread,
+// the warp engines of gpucomm/matching for a warp or a block (warp 0), on the communicator's
+// queues, with their scratch in the state's Control block (only the progress lock holder
+// matches, so one scratch suffices and no shared memory is needed).
+#if !defined(GPUCOMM_SIMT_EMULATION)
+#include <cuda/atomic>
+#endif
+#include <type_traits>
+
+#include "gpucomm/base/coop.cuh"
+#include "gpucomm/base/handle_device.cuh"
+#include "gpucomm/device/rma_device.cuh"
+#include "gpucomm/matching/match_device.cuh"
+#include "gpucomm/messaging/protocol_complete.hpp"
+
+namespace gpucomm::msg::dev {
+
+__device__ __forceinline__ cuda::memory_order order_of(Ord o) {
+  switch (o) {
+    case Ord::relaxed:
+      return mem::relaxed;
+    case Ord::acquire:
+      return mem::acquire;
+    case Ord::release:
+      return mem::release;
+    case Ord::acq_rel:
+      return mem::acq_rel;
+  }
+  return mem::seq_cst;
+}
+__device__ __forceinline__ cuda::memory_order load_order(Ord o) {
+  return o == Ord::acquire || o == Ord::acq_rel ? mem::acquire : mem::relaxed;
+}
+__device__ __forceinline__ cuda::memory_order store_order(Ord o) {
+  return o == Ord::release || o == Ord::acq_rel ? mem::release : mem::relaxed;
+}
+
+// The leader's value of a trivially copyable T to every thread of the group (synchronizes it).
+template <class T>
+__device__ inline T bcast_value(coop::Thread, const T& v) {
+  return v;
+}
+template <class T>
+__device__ inline T bcast_value(coop::Warp, const T& v) {
+  constexpr int kWords = (sizeof(T) + 3) / 4;
+  uint32_t w[kWords] = {};
+  memcpy(w, &v, sizeof(T));
+  __syncwarp();
+#pragma unroll
+  for (int i = 0; i < kWords; ++i) w[i] = __shfl_sync(0xffffffffu, w[i], 0);
+  T out;
+  memcpy(&out, w, sizeof(T));
+  return out;
+}
+template <class T>
+__device__ inline T bcast_value(coop::Block b, const T& v) {
+  alignas(16) __shared__ unsigned char slot[sizeof(T)];
+  if (coop::thread_rank(b) == 0) memcpy(slot, &v, sizeof(T));
+  __syncthreads();
+  T out;
+  memcpy(&out, slot, sizeof(T));
+  __syncthreads();  // nobody overwrites the slot before every thread read it
+  return out;
+}
+
+class DeviceBackend {
+ public:
+  __device__ DeviceBackend(const DeviceHandle& h, const StateView& s) : h_(h), s_(s) {}
+
+  // ---- group ----
+  template <class C>
+  __device__ bool leader(C c) const {
+    return coop::thread_rank(c) == 0;
+  }
+  template <class C>
+  __device__ uint32_t group_rank(C c) const {
+    return coop::thread_rank(c);
+  }
+  template <class C>
+  __device__ uint32_t group_size(C c) const {
+    return coop::size(c);
+  }
+  template <class C, class T>
+  __device__ T bcast(C c, const T& v) const {
+    return bcast_value(c, v);
+  }
+  template <class C>
+  __device__ void sync(C c) const {
+    coop::sync(c);
+  }
+  // Every thread's earlier writes visible at system scope (peers, proxies) before the leader's
+  // next release: the group publish of the one-sided layer.
+  template <class C>
+  __device__ void publish(C c) const {
+    gpucomm::detail::publish_group(c);
+  }
+  // The same for this GPU's threads only (the state's local tables).
+  template <class C>
+  __device__ void publish_local(C c) const {
+    mem::fence<mem::kDevice>(mem::acq_rel);
+    coop::sync(c);
+  }
+  __device__ void publish_local(coop::Thread) const {}
+  // Copies, puts and gets stay out of line: one copy loop per cooperation level instead of one per
+  // call site (the protocol copies in many places).
+  template <class C>
+  __device__ __noinline__ void copy(C c, void* dst, const void* src, size_t n) const {
+    if (n) gpucomm::detail::copy(c, dst, src, n);
+  }
+
+  // ---- words ----
+  __device__ uint64_t ld(const uint64_t* p, Ord o) const { return mem::load<mem::kDevice>(p, load_order(o)); }
+  __device__ void st(uint64_t* p, uint64_t v, Ord o) const { mem::store<mem::kDevice>(p, v, store_order(o)); }
+  __device__ uint64_t fadd(uint64_t* p, uint64_t v, Ord o) const {
+    return mem::fetch_add<mem::kDevice>(p, v, order_of(o));
+  }
+  __device__ uint64_t fand(uint64_t* p, uint64_t v, Ord o) const {
+    return mem::fetch_and<mem::kDevice>(p, v, order_of(o));
+  }
+  __device__ uint64_t for_(uint64_t* p, uint64_t v, Ord o) const {
+    return mem::fetch_or<mem::kDevice>(p, v, order_of(o));
+  }
+  __device__ bool cas(uint64_t* p, uint64_t& expected, uint64_t desired, Ord o) const {
+    const uint64_t old = mem::compare_exchange<mem::kDevice>(p, expected, desired, order_of(o));
+    const bool ok = old == expected;
+    expected = old;
+    return ok;
+  }
+  __device__ uint64_t ld_sys(const uint64_t* p, Ord o) const { return mem::load<mem::kSystem>(p, load_order(o)); }
+  __device__ void st_sys(uint64_t* p, uint64_t v, Ord o) const { mem::store<mem::kSystem>(p, v, store_order(o)); }
+
+  // ---- remote ----
+  __device__ char* peer(const void* sym, int32_t pe) const {
+    if (proxy::serves(h_, pe)) return nullptr;
+    return device::ptr(h_, static_cast<char*>(const_cast<void*>(sym)), pe);
+  }
+  template <class C>
+  __device__ __noinline__ void put(C c, void* sym_dst, const void* src, size_t n, int32_t pe) const {
+    if (n) device::put(c, h_, sym_dst, src, n, pe);
+  }
+  template <class C>
+  __device__ __noinline__ void get(C c, void* dst, const void* sym_src, size_t n, int32_t pe) const {
+    if (n) device::get(c, h_, dst, sym_src, n, pe);
+  }
+  __device__ __noinline__ void signal_set(uint64_t* sym, uint64_t v, int32_t pe) const {
+    device::signal(h_, sym, v, SignalOp::set, pe);
+  }
+  __device__ bool in_heap(const void* p, size_t n) const { return gpucomm::detail::in_heap(h_, p, n); }
+  __device__ uint64_t heap_offset(const void* p) const {
+    return static_cast<uint64_t>(static_cast<const char*>(p) - h_.heap_base);
+  }
+  __device__ char* heap_base() const { return h_.heap_base; }
+
+  // ---- matching ----
+  __device__ int32_t match_message(coop::Thread, CommState& cm, const matching::Envelope& e) const {
+    return seq::match_message(cm.prq, &cm.prq_n, cm.umq, &cm.umq_n, e);
+  }
+  __device__ int32_t match_receive(coop::Thread, CommState& cm, const matching::Envelope& e) const {
+    return seq::match_receive(cm.umq, &cm.umq_n, cm.prq, &cm.prq_n, e);
+  }
+  template <class C>
+  __device__ int32_t match_message(C c, CommState& cm, const matching::Envelope& e) const {
+    return run_engine(c, cm, e, false);
+  }
+  template <class C>
+  __device__ int32_t match_receive(C c, CommState& cm, const matching::Envelope& e) const {
+    return run_engine(c, cm, e, true);
+  }
+
+  // ---- progress lock ----
+  __device__ bool try_lock() const {
+    return mem::compare_exchange<mem::kDevice>(&s_.ctl->lock, uint64_t{0}, uint64_t{1}, mem::acquire) == 0;
+  }
+  __device__ void unlock() const { mem::store<mem::kDevice>(&s_.ctl->lock, uint64_t{0}, mem::release); }
+
+  // ---- time and failures ----
+  __device__ uint64_t now_ns() const { return mem::globaltimer(); }
+  __device__ void pause(uint32_t i) const {
+    if (i > 32) __nanosleep(i > 1024 ? 1000 : 64);
+  }
+  __device__ uint64_t timeout_ns() const { return h_.timeout_ns; }
+  __device__ uint32_t job_failed() const { return gpucomm::detail::job_failed(h_); }
+  // Leaves the messaging record (the first failing thread of the PE wins), then the base record,
+  // and traps; the host reads both (Messenger::check_device).
+  __device__ __noinline__ void fail(const Diag& d) const {
+    Diag* rec = s_.diag;
+    if (mem::compare_exchange<mem::kSystem>(&rec->state, 0u, 1u, mem::relaxed) == 0u) {
+      Diag copy = d;
+      copy.state = 1;
+      *rec = copy;
+      mem::store<mem::kSystem>(&rec->state, 2u, mem::release);
+    }
+    DeviceFault f = DeviceFault::bad_argument;
+    if (d.kind == DiagKind::timeout) f = DeviceFault::timeout;
+    if (d.kind == DiagKind::peer_failure) f = DeviceFault::aborted;
+    gpucomm::detail::fail(h_, f, DeviceOp::message, d.peer, nullptr, Cmp::eq, d.value, d.limit, d.elapsed_ns);
+  }
+
+ private:
+  // One envelope against a communicator's queues with the engine of its mode (a warp; warp 0 of a
+  // block), the reference semantics (appends when unmatched). Returns the partner's handle or -1.
+  template <class C>
+  __device__ __noinline__ int32_t run_engine(C c, CommState& cm, const matching::Envelope& e, bool is_recv) const {
+    static_assert(sizeof(MatchScratch::taken) == sizeof(matching::WarpMatchShared));
+    MatchScratch& m = s_.ctl->match;
+    auto& warp_shared = reinterpret_cast<matching::WarpMatchShared&>(m.taken);
+    // A warp-level caller's own warp runs the engine; warp 0 for a block.
+    if (std::is_same_v<C, coop::Warp> || coop::warp_id() == 0) {
+      if (coop::lane_id() == 0) {
+        m.probe = e;
+        m.n_matches = 0;
+        m.status = 0;
+      }
+      __syncwarp();
+      matching::MatchJob job{};
+      job.umq = cm.umq;
+      job.umq_size = &cm.umq_n;
+      job.umq_cap = cm.cap;
+      job.prq = cm.prq;
+      job.prq_size = &cm.prq_n;
+      job.prq_cap = cm.cap;
+      job.msgs = is_recv ? nullptr : &m.probe;
+      job.n_msgs = is_recv ? 0u : 1u;
+      job.recvs = is_recv ? &m.probe : nullptr;
+      job.n_recvs = is_recv ? 1u : 0u;
+      job.matches = m.matches;
+      job.n_matches = &m.n_matches;
+      job.scratch = m.scratch;
+      job.status = &m.status;
+      switch (cm.mode) {
+        case Mode::no_any_source:
+          matching::match_partitioned(coop::Warp{}, job, warp_shared);
+          break;
+        case Mode::no_unexpected:
+          matching::match_no_unexpected(coop::Warp{}, job, warp_shared);
+          break;
+        default:
+          matching::match_ordered(coop::Warp{}, job, warp_shared);
+          break;
+      }
+      __syncwarp();
+    }
+    coop::sync(c);  // warp 0's results (global memory) visible to the group
+    if (m.n_matches == 0) return -1;
+    return static_cast<int32_t>(is_recv ? m.matches[0].msg : m.matches[0].recv);
+  }
+
+  const DeviceHandle& h_;
+  const StateView& s_;
+};
+
+}  // namespace gpucomm::msg::dev

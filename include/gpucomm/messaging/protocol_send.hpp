@@ -1,0 +1,268 @@
+#pragma once
+// The messaging protocol, part 2: the sender (docs/MESSAGING.md, "Eager", "Rendezvous", "Flow
+// control"). A send takes consecutive tickets of the receiver's ring (send order), picks LL,
+// eager or a rendezvous header, and writes its slots as soon as the receiver's credit word says
+// they are free; otherwise progress writes them later.
+#include <cstdint>
+
+#include "gpucomm/messaging/protocol_alloc.hpp"
+#include "gpucomm/messaging/wire.hpp"
+
+namespace gpucomm::msg::proto {
+
+// What one send needs (the API layer resolved the destination to a world PE).
+struct SendArgs {
+  const void* buf;
+  uint64_t bytes;
+  int32_t pe;    // destination PE
+  int32_t rank;  // destination rank in the communicator
+  int32_t tag;   // the tag (the handler id of an active message)
+  int32_t ctx;
+  int32_t src;      // this PE's rank in the communicator
+  uint32_t active;  // kWireActive for active messages
+  uint64_t* event;
+};
+
+struct SendPlan {
+  uint32_t kind;      // WireKind (with kWireActive)
+  uint32_t nslots;    // tickets
+  uint32_t degraded;  // an eager-sized message that goes header-only for want of an eager credit
+  uint32_t reserved;
+};
+
+// Leader: reserves one of the pool slots the receiver keeps for this PE (compare-and-swap on the
+// local count against the eager half of the credit word). False when all are in use.
+template <class B>
+GPUCOMM_MSG_FN bool take_eager_credit(const B& b, const StateView& s, int32_t pe) {
+  PeerState& p = s.peers[pe];
+  uint64_t used = b.ld(&p.eager_used, Ord::relaxed);
+  for (;;) {
+    const auto freed = static_cast<uint32_t>(b.ld_sys(&s.credits[pe], Ord::acquire) >> 32);
+    if (static_cast<uint32_t>(used + 1 - freed) > s.cfg.pool_slots) return false;
+    if (b.cas(&p.eager_used, used, used + 1, Ord::relaxed)) return true;
+  }
+}
+
+// Leader: LL for tiny messages to directly reachable PEs, eager up to the limit (with an eager
+// credit when the payload is larger than an unexpected entry holds), a rendezvous header otherwise.
+// Active messages are always eager (the caller waits for an eager credit: plan_active).
+template <class B>
+GPUCOMM_MSG_FN SendPlan plan_send(const B& b, const StateView& s, const SendArgs& a) {
+  SendPlan p{};
+  const bool direct = b.peer(s.rings, a.pe) != nullptr;
+  if (a.bytes <= kLLMaxBytes && direct) {
+    p.kind = kWireLL | a.active;
+    p.nslots = 1;
+    return p;
+  }
+  if (a.bytes <= s.cfg.eager_max) {
+    if (a.bytes <= kInlineBytes || take_eager_credit(b, s, a.pe)) {
+      p.kind = kWireEager | a.active;
+      p.nslots = 1 + wire::cont_slots(s.cfg.slot_bytes, a.bytes);
+      return p;
+    }
+    p.degraded = 1;
+  }
+  p.kind = b.in_heap(a.buf, a.bytes) ? kWireRtsGet : kWireRtsStaged;
+  p.nslots = 1;
+  return p;
+}
+
+// Whether tickets t .. t+n-1 have free slots at `pe` (acquire: the receiver's reads of the
+// slots' previous messages happen before our writes).
+template <class B>
+GPUCOMM_MSG_FN bool slots_free(const B& b, const StateView& s, int32_t pe, uint64_t t, uint32_t n) {
+  const auto freed = static_cast<uint32_t>(b.ld_sys(&s.credits[pe], Ord::acquire));
+  return static_cast<uint32_t>(t + n - freed) <= s.cfg.slots;
+}
+
+// Copies `bytes` of `src` into the ring that this PE owns at `pe`, starting at byte `at` of the
+// message's payload area (header slot payload, then the continuation slots, wrapping around the
+// ring). `peer_ring` is the ring's address for direct stores, or null (puts through the proxy).
+template <class B, class C>
+GPUCOMM_MSG_FN void ring_write_payload(const B& b, C c, const StateView& s, int32_t pe, uint64_t t, const void* src,
+                                       uint64_t bytes, char* peer_ring) {
+  const uint32_t sb = s.cfg.slot_bytes;
+  const uint64_t ring_bytes = static_cast<uint64_t>(s.cfg.slots) * sb;
+  char* sym_ring = ring_slot(s, s.cfg.rank, 0);
+  const char* from = static_cast<const char*>(src);
+  // Segment 1: the header slot's payload area.
+  const uint64_t first = min_of<uint64_t>(bytes, sb - kHeaderBytes);
+  const uint64_t slot0 = (t & (s.cfg.slots - 1)) * sb;
+  uint64_t done = 0;
+  auto write = [&](uint64_t ring_at, uint64_t n) {
+    if (n == 0) return;
+    if (peer_ring) {
+      b.copy(c, peer_ring + ring_at, from + done, n);
+    } else {
+      b.put(c, sym_ring + ring_at, from + done, n, pe);
+    }
+    done += n;
+  };
+  write(slot0 + kHeaderBytes, first);
+  // Continuation slots: contiguous up to the ring's end, then from its start.
+  const uint64_t rest = bytes - first;
+  if (rest == 0) return;
+  const uint64_t cont = ((t + 1) & (s.cfg.slots - 1)) * sb;
+  const uint64_t to_end = min_of<uint64_t>(rest, ring_bytes - cont);
+  write(cont, to_end);
+  write(0, rest - to_end);
+}
+
+// Writes the message's slots at tickets t.. (their credits are free). `hdr_stage` is global
+// memory for the header words when they go through the proxy (the request's hdr[]).
+template <class B, class C>
+GPUCOMM_MSG_OUTLINE void write_message(const B& b, C c, const StateView& s, uint64_t t, const wire::Header& h,
+                                       const void* payload, uint64_t* hdr_stage, int32_t pe) {
+  char* sym_slot = ring_slot(s, s.cfg.rank, t);
+  char* peer_slot = b.peer(sym_slot, pe);
+  if ((h.kind & kWireKindMask) == kWireLL) {
+    // Each word carries the stamp: no fence, no order among the stores (docs/MESSAGING.md).
+    auto* w = reinterpret_cast<uint64_t*>(peer_slot);
+    const uint32_t nw = wire::ll_word_count(h.bytes);
+    for (uint32_t i = b.group_rank(c); i < nw; i += b.group_size(c))
+      b.st_sys(&w[i], wire::ll_encode(t, h, static_cast<const uint8_t*>(payload), i), Ord::relaxed);
+    return;
+  }
+  const bool has_payload = (h.kind & kWireKindMask) == kWireEager;
+  const uint64_t w0 = wire::full_w0(t, h.kind, h.ncont);
+  if (peer_slot) {
+    // Header words and payload with plain stores, the group's publish, then the stamp word last.
+    if (b.leader(c)) {
+      uint64_t w[8];
+      wire::full_encode(h, w);
+      auto* dst = reinterpret_cast<uint64_t*>(peer_slot);
+      for (int i = 1; i < 8; ++i) b.st_sys(&dst[i], w[i], Ord::relaxed);
+    }
+    if (has_payload) ring_write_payload(b, c, s, pe, t, payload, h.bytes, b.peer(ring_slot(s, s.cfg.rank, 0), pe));
+    b.publish(c);
+    if (b.leader(c)) b.st_sys(reinterpret_cast<uint64_t*>(peer_slot), w0, Ord::release);
+    b.sync(c);
+    return;
+  }
+  // Through the proxy: the header words from global memory, the payload, then the stamp word as a
+  // signal that the agent orders after the data.
+  if (b.leader(c)) wire::full_encode(h, hdr_stage);
+  b.publish_local(c);
+  b.put(c, sym_slot + 8, hdr_stage + 1, 7 * sizeof(uint64_t), pe);
+  if (has_payload) ring_write_payload(b, c, s, pe, t, payload, h.bytes, nullptr);
+  if (b.leader(c)) b.signal_set(reinterpret_cast<uint64_t*>(sym_slot), w0, pe);
+  b.sync(c);
+}
+
+GPUCOMM_MSG_FN wire::Header header_of(const SendArgs& a, const SendPlan& p, uint32_t sreq, uint64_t offset) {
+  wire::Header h{};
+  h.kind = p.kind;
+  h.ncont = p.nslots - 1;
+  h.ctx = a.ctx;
+  h.src = a.src;
+  h.tag = a.tag;
+  h.bytes = a.bytes;
+  h.sreq = sreq;
+  h.offset = offset;
+  return h;
+}
+
+// Leader: fills a send request.
+GPUCOMM_MSG_FN void fill_send(Req& q, const SendArgs& a, const SendPlan& p, uint64_t t) {
+  q.flags = kReqIsSend;
+  q.ctx = a.ctx;
+  q.pe = a.pe;
+  q.rank = a.rank;
+  q.tag = a.tag;
+  q.src = a.src;
+  q.kind = p.kind;
+  q.buf = const_cast<char*>(static_cast<const char*>(a.buf));
+  q.bytes = a.bytes;
+  q.ticket = t;
+  q.nslots = p.nslots;
+  q.event = a.event;
+}
+
+GPUCOMM_MSG_FN Status send_status(const Req& q) {
+  return Status{q.rank, q.tag, q.bytes, kErrNone, 0};
+}
+
+// Writes a send request's slots (credits are free) and moves it to its next state: eager sends
+// are complete, rendezvous sends wait for FIN or CTS. Returns true when the request completed.
+template <class B, class C>
+GPUCOMM_MSG_FN bool send_write(const B& b, C c, const StateView& s, uint32_t id) {
+  Req& q = s.reqs[id];
+  SendArgs a{q.buf, q.bytes, q.pe, q.rank, q.tag, q.ctx, q.src, q.kind & kWireActive, q.event};
+  SendPlan p{q.kind, q.nslots, 0, 0};
+  const uint32_t kind = q.kind & kWireKindMask;
+  const uint64_t offset = kind == kWireRtsGet ? b.heap_offset(q.buf) : 0;
+  write_message(b, c, s, q.ticket, header_of(a, p, id, offset), q.buf, q.hdr, q.pe);
+  bool finished = false;
+  if (b.leader(c)) {
+    if (kind == kWireRtsGet) {
+      q.state = kReqSendWaitFin;
+    } else if (kind == kWireRtsStaged) {
+      q.state = kReqSendWaitCts;
+    } else {
+      complete(b, q, send_status(q));
+      finished = true;
+    }
+  }
+  return b.bcast(c, finished);
+}
+
+// Result of send_start: the request (Request::kDone when the send completed at once).
+struct Started {
+  uint32_t id;     // Request value (kDone, or slot + 1)
+  uint32_t error;  // DiagKind::resource when the request table is full
+};
+
+// Starts a send (any thread group of the PE, with the counters of communicator `cm`).
+template <class B, class C>
+GPUCOMM_MSG_OUTLINE Started send_start(const B& b, C c, const StateView& s, CommState& cm, const SendArgs& a) {
+  struct Decision {
+    SendPlan p;
+    uint64_t t;
+    int32_t id;    // the request, -2 when none is needed, -1 when the table is full
+    uint32_t now;  // slots free now
+  } d{};
+  if (b.leader(c)) {
+    d.p = plan_send(b, s, a);
+    const uint32_t kind = d.p.kind & kWireKindMask;
+    const bool rdv = kind == kWireRtsGet || kind == kWireRtsStaged;
+    // A request holds the rendezvous state and the header words a proxy reads: take it before the
+    // tickets, so that a full table leaves the ring untouched.
+    d.id = rdv || b.peer(s.rings, a.pe) == nullptr ? request_take(b, s) : -2;
+    if (d.id == -1) {
+      if (needs_eager_credit(d.p.kind, a.bytes)) b.fadd(&s.peers[a.pe].eager_used, ~uint64_t(0), Ord::relaxed);
+    } else {
+      d.t = b.fadd(&s.peers[a.pe].next_ticket, d.p.nslots, Ord::relaxed);
+      d.now = slots_free(b, s, a.pe, d.t, d.p.nslots) ? 1u : 0u;
+      // No credit: progress writes the slots later, from a request. A full table now is fatal
+      // (the tickets are taken and the receiver waits for them in order).
+      if (!d.now && d.id == -2) d.id = request_take(b, s);
+      if (d.id >= 0) fill_send(s.reqs[d.id], a, d.p, d.t);
+      b.fadd(&cm.counters.sent, 1, Ord::relaxed);
+      if (!d.now) b.fadd(&cm.counters.credit_stalls, 1, Ord::relaxed);
+      if (rdv) b.fadd(&cm.counters.rendezvous, 1, Ord::relaxed);
+      if (d.p.degraded) b.fadd(&cm.counters.degraded, 1, Ord::relaxed);
+    }
+  }
+  d = b.bcast(c, d);
+  if (d.id == -1) return Started{0, static_cast<uint32_t>(DiagKind::resource)};
+  if (d.id == -2) {
+    write_message(b, c, s, d.t, header_of(a, d.p, 0, 0), a.buf, nullptr, a.pe);
+    if (b.leader(c) && a.event) b.fadd(a.event, 1, Ord::release);
+    return Started{Request::kDone, 0};
+  }
+  const auto id = static_cast<uint32_t>(d.id);
+  if (d.now && send_write(b, c, s, id)) {
+    if (b.leader(c)) request_give(b, s, id);
+    b.sync(c);
+    return Started{Request::kDone, 0};
+  }
+  if (b.leader(c)) {
+    if (!d.now) s.reqs[id].state = kReqSendPending;
+    submit(b, s, id);
+  }
+  b.sync(c);
+  return Started{id + 1, 0};
+}
+
+}  // namespace gpucomm::msg::proto

@@ -1,0 +1,338 @@
+"""``gpucomm bench msg``: the two-sided messaging layer against its floors and targets, in one run.
+
+On a GPU: runs ``gpucomm-bench-msg`` on 1 PE that messages itself between two blocks of one
+kernel, once per section (floors, pingpong, unexpected, rendezvous, rate), each in a process of its
+own under a time limit, so a section that fails records its error and the others still run.
+Without a GPU (or with ``GPUCOMM_DEVICE=host``): the same protocol on 2 host-memory PEs through the
+host API (the Python bindings over the C++ calls): the 8-byte ping-pong and the message rate.
+Prints each target beside its measured value and writes everything with ``--json FILE``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from gpucomm.bench.proxy import gpu_count
+
+SECTIONS = ["floors", "pingpong", "unexpected", "rendezvous", "rate"]
+NOT_MEASURED = "not measured (needs libnccl / MPI on the GPU machine)"
+BASELINES = {"nccl_send_recv": NOT_MEASURED, "mpi_staging": NOT_MEASURED}
+LEVELS = ("thread", "warp", "block")
+
+
+def register(targets) -> None:
+    p = targets.add_parser("msg", help="two-sided messaging: latency, unexpected path, rendezvous, message rate",
+                           description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="fewer iterations and trials (under a minute)")
+    p.add_argument("--json", metavar="FILE", help="write the results, errors, targets and a markdown table")
+    p.add_argument("--sections", metavar="LIST", help=f"only these sections (comma-separated: {','.join(SECTIONS)})")
+    p.add_argument("--section-timeout", type=float, metavar="S", help="time limit of one section (default 60, 25 quick)")
+    p.set_defaults(func=run)
+
+
+def git_commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, timeout=10,
+                             cwd=Path(__file__).resolve().parent)
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def run_limited(cmd: list[str], env: dict, timeout: float) -> tuple[int, str]:
+    """Runs `cmd` in a session of its own; kills the whole session after `timeout` seconds (rc 124)."""
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         start_new_session=True)
+    try:
+        out, _ = p.communicate(timeout=timeout)
+        return p.returncode, out
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, _ = p.communicate()
+        return 124, (out or "") + f"\n(killed after {timeout:.0f} s)"
+
+
+def tail(text: str, lines: int = 6) -> str:
+    return " | ".join(line.strip() for line in text.strip().splitlines()[-lines:])
+
+
+# ---- the measurement on GPU PEs ----
+
+def run_gpu(args, sections: list[str]) -> dict:
+    from gpucomm._tools import find_tool
+    try:
+        tool = find_tool("gpucomm-bench-msg")
+    except FileNotFoundError as exc:
+        print(f"gpucomm bench msg: {exc}", file=sys.stderr)
+        return {"pe_kind": "gpu", "pes": 1, "gpu": None, "commit": git_commit(), "results": [],
+                "errors": {s: f"gpucomm-bench-msg not found ({exc})" for s in sections}}
+    limit = args.section_timeout or (25.0 if args.quick else 60.0)
+    env = {**os.environ, "GPUCOMM_DEVICE": "gpu"}
+    results, errors, gpu, commit = [], {}, None, "unknown"
+    with tempfile.TemporaryDirectory(prefix="gpucomm-bench-msg-") as tmp:
+        for i, section in enumerate(sections):
+            print(f"[{i + 1}/{len(sections)}] {section}", flush=True)
+            out = Path(tmp) / f"{section}.json"
+            cmd = [sys.executable, "-m", "gpucomm", "run", "-n", "1", "--", str(tool), "--only", section, "--json",
+                   str(out)] + (["--quick"] if args.quick else [])
+            rc, text = run_limited(cmd, env, limit)
+            print(text, end="" if text.endswith("\n") else "\n", flush=True)
+            if rc != 0 or not out.exists():
+                errors[section] = f"exit code {rc}: {tail(text)}"
+                print(f"gpucomm bench msg: section {section} failed ({errors[section]})", file=sys.stderr, flush=True)
+                continue
+            data = json.loads(out.read_text())
+            gpu = (data.get("devices") or [gpu])[0]
+            commit = data.get("git_commit", commit)
+            results += [{"section": section, **r} for r in data.get("results", [])]
+    return {"pe_kind": "gpu", "pes": 1, "gpu": gpu, "commit": commit, "results": results, "errors": errors}
+
+
+# ---- the measurement on host-memory PEs (2 PEs under `gpucomm run`) ----
+
+def host_worker(out: str, quick: bool) -> int:
+    """PE 0 and PE 1 of the host-memory measurement; PE 0 writes the rows to `out`."""
+    import numpy as np
+
+    import gpucomm
+    M = gpucomm.messaging
+    trials = 5 if quick else 11
+    iters = 200 if quick else 2000
+    rows = []
+    with gpucomm.Runtime() as rt, M.Messenger(rt) as m:
+        me = rt.rank
+        peer = 1 - me
+        mpi, nas = m.world(), m.world(mode="no_any_source")
+        out_b, in_b = np.zeros(1, dtype=np.uint64), np.zeros(1, dtype=np.uint64)
+
+        def check(st, want, what):
+            if st.error != "none" or st.bytes != 8 or int(in_b[0]) != want:
+                raise RuntimeError(f"{what}: PE {me} wanted {want} from PE {peer}, got {int(in_b[0])} ({st})")
+
+        # 8-byte ping-pong, receives pre-posted (PE 0 pings, PE 1 answers).
+        samples = []
+        for t in range(trials + 1):
+            rt.barrier_all()
+            t0 = time.perf_counter()
+            r = mpi.irecv(in_b, peer, 1 if me == 1 else 2)
+            for i in range(1, iters + 1):
+                out_b[0] = i
+                if me == 0:
+                    mpi.send(out_b, peer, 1)
+                    check(m.wait(r), i, "ping-pong")
+                    if i < iters:
+                        r = mpi.irecv(in_b, peer, 2)
+                else:
+                    check(m.wait(r), i, "ping-pong")
+                    if i < iters:
+                        r = mpi.irecv(in_b, peer, 1)
+                    mpi.send(out_b, peer, 2)
+            if t:
+                samples.append((time.perf_counter() - t0) * 1e6 / iters)
+        rows.append(row("pingpong", "msg_rt", "host", 8, 1, "us", samples))
+
+        # Message rate: PE 0 posts a window of receives (tags spread over 8 senders' worth), then
+        # releases PE 1 with a message; PE 1 sends the window; every payload is checked.
+        window, rounds = 256, (4 if quick else 16)
+        rbuf = np.zeros((window, 1), dtype=np.uint64)
+        go = np.zeros(1, dtype=np.uint64)
+        for mode, comm, source in (("no_any_source", nas, 1), ("mpi", mpi, M.ANY_SOURCE)):
+            samples = []
+            for t in range(trials + 1):
+                rt.barrier_all()
+                elapsed = 0.0
+                for rd in range(rounds):
+                    if me == 0:
+                        reqs = [comm.irecv(rbuf[j], source, j % 8) for j in range(window)]
+                        t0 = time.perf_counter()
+                        comm.send(go, peer, 100)
+                        m.waitall(reqs)
+                        elapsed += time.perf_counter() - t0
+                        want = np.arange(window, dtype=np.uint64) + np.uint64(rd * window)
+                        if not (rbuf[:, 0] == want).all():
+                            bad = int(np.argmax(rbuf[:, 0] != want))
+                            raise RuntimeError(f"rate {mode}: receive {bad} got {int(rbuf[bad, 0])}, want {int(want[bad])}")
+                    else:
+                        comm.recv(go, peer, 100)
+                        vals = np.arange(window, dtype=np.uint64) + np.uint64(rd * window)
+                        m.waitall([comm.isend(vals[j:j + 1], peer, j % 8) for j in range(window)])
+                if t and me == 0:
+                    samples.append(window * rounds / elapsed / 1e6)
+            if me == 0:
+                rows.append(row("rate", "msg_rate", mode, 8, 1, "Mmsg/s", samples))
+        rt.barrier_all()
+    if me == 0:
+        Path(out).write_text(json.dumps(rows))
+    return 0
+
+
+def row(section: str, name: str, level: str, nbytes: int, ctas: int, unit: str, samples: list[float]) -> dict:
+    return {"section": section, "name": name, "level": level, "bytes": nbytes, "ctas": ctas, "unit": unit,
+            "median": statistics.median(samples) if samples else None, "min": min(samples, default=None),
+            "max": max(samples, default=None), "samples": len(samples)}
+
+
+def run_host(args, sections: list[str]) -> dict:
+    try:
+        import gpucomm
+        have = hasattr(gpucomm, "messaging")
+    except ImportError:
+        have = False
+    skipped = [s for s in sections if s not in ("pingpong", "rate")]
+    errors = {s: "skipped on host-memory PEs (a GPU measurement)" for s in skipped}
+    base = {"pe_kind": "host", "pes": 2, "gpu": None, "commit": git_commit(), "results": [], "errors": errors}
+    if not {"pingpong", "rate"} & set(sections):
+        return base
+    if not have:
+        print("gpucomm bench msg: skipped (no GPU, and this gpucomm has no messaging bindings for host PEs)")
+        base["skipped"] = "no GPU and no gpucomm.messaging"
+        return base
+    print("gpucomm bench msg: no GPU (or GPUCOMM_DEVICE=host): 8-byte ping-pong and message rate on 2 host-memory PEs",
+          flush=True)
+    with tempfile.TemporaryDirectory(prefix="gpucomm-bench-msg-") as tmp:
+        out = Path(tmp) / "host.json"
+        env = {**os.environ, "GPUCOMM_DEVICE": "host"}
+        env.setdefault("GPUCOMM_TIMEOUT", "20")
+        cmd = [sys.executable, "-m", "gpucomm", "run", "-n", "2", "--", sys.executable, "-m", "gpucomm.bench.msg",
+               "--host-worker", str(out)] + (["--quick"] if args.quick else [])
+        rc, text = run_limited(cmd, env, args.section_timeout or (60.0 if args.quick else 300.0))
+        if rc != 0 or not out.exists():
+            for s in ("pingpong", "rate"):
+                errors[s] = f"exit code {rc}: {tail(text)}"
+            print(f"gpucomm bench msg: host measurement failed (exit code {rc})\n{text}", file=sys.stderr)
+            return base
+        base["results"] = [r for r in json.loads(out.read_text()) if r["section"] in sections]
+    return base
+
+
+# ---- report ----
+
+def point(res: dict, name: str, level: str, nbytes: int = 8, ctas: int | None = None) -> float | None:
+    for r in res["results"]:
+        if r["name"] == name and r["level"] == level and r["bytes"] == nbytes and (ctas is None or r["ctas"] == ctas):
+            return r["median"]
+    return None
+
+
+def fmt(v: float | None, digits: int = 2) -> str:
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def table(res: dict) -> list[str]:
+    lines = []
+    if res["pe_kind"] == "gpu":
+        lines += [f"round trips, 8 B, PE to itself between two blocks, us (medians) on {res['gpu']}",
+                  f"{'':<40} {'thread':>8} {'warp':>8} {'block':>8}"]
+        for name, what in (("flag_rt", "floor: flag in device memory"), ("put_signal_rt", "floor: put_signal (one-sided)"),
+                           ("msg_rt", "send/recv, receives pre-posted"), ("msg_rt_unexpected", "send/recv, unexpected path")):
+            lines.append(f"{what:<40} " + " ".join(f"{fmt(point(res, name, lv)):>8}" for lv in LEVELS))
+        sizes = sorted({r["bytes"] for r in res["results"] if r["name"] == "rndv_us"})
+        if sizes:
+            lines += ["", "rendezvous, one block each side, heap source (get), us per message",
+                      f"{'':<40} " + " ".join(f"{str(b >> 20) + ' MB':>8}" for b in sizes)]
+            for name, what in (("rndv_us", "send/recv"), ("put_us", "put + quiet, same block count"),
+                               ("rndv_overhead_us", "overhead (send/recv - put)")):
+                lines.append(f"{what:<40} " + " ".join(f"{fmt(point(res, name, 'block', b)):>8}" for b in sizes))
+        counts = sorted({r["ctas"] for r in res["results"] if r["name"] == "msg_rate"})
+        if counts:
+            lines += ["", "8-byte message rate into one receiving warp (1 SM), Mmsg/s: release to last completion "
+                      "[with the posting of the receives]",
+                      f"{'mode':<40} " + " ".join(f"{str(n) + ' warps':>16}" for n in counts)]
+            for mode in ("no_any_source", "mpi"):
+                lines.append(f"{mode:<40} " + " ".join(
+                    f"{fmt(point(res, 'msg_rate', mode, 8, n)) + ' [' + fmt(point(res, 'msg_rate_with_posting', mode, 8, n)) + ']':>16}"
+                    for n in counts))
+    else:
+        lines += ["host-memory PEs (2 processes, the host API through the Python bindings)",
+                  f"  8-byte ping-pong round trip, receives pre-posted: {fmt(point(res, 'msg_rt', 'host'))} us",
+                  f"  8-byte message rate, no_any_source: {fmt(point(res, 'msg_rate', 'no_any_source', 8, 1), 3)} Mmsg/s, "
+                  f"mpi: {fmt(point(res, 'msg_rate', 'mpi', 8, 1), 3)} Mmsg/s"]
+    lines += ["", "baselines: NCCL send/recv " + NOT_MEASURED + "; Open MPI staging " + NOT_MEASURED]
+    for section, err in res["errors"].items():
+        lines.append(f"section {section}: {err}")
+    return lines
+
+
+def targets(res: dict) -> list[dict]:
+    """The 1-GPU targets of the messaging layer, each with its value, limit and ratio."""
+    out = []
+
+    def add(target: str, value: float | None, limit: float | None, unit: str, at_most: bool = True, ratio=None):
+        met = None if value is None or limit is None else (value <= limit if at_most else value >= limit)
+        out.append({"target": target, "value": value, "limit": limit, "unit": unit, "ratio": ratio, "met": met})
+
+    if res["pe_kind"] != "gpu":
+        return out
+    for lv in LEVELS:
+        rt_, flag, ps = point(res, "msg_rt", lv), point(res, "flag_rt", lv), point(res, "put_signal_rt", lv)
+        add(f"8 B ping-pong ({lv}) <= 1.6x flag round trip", rt_, 1.6 * flag if flag else None, "us",
+            ratio=rt_ / flag if rt_ and flag else None)
+        add(f"8 B ping-pong ({lv}) <= 1.15x put_signal round trip", rt_, 1.15 * ps if ps else None, "us",
+            ratio=rt_ / ps if rt_ and ps else None)
+    for lv in LEVELS:
+        u, p = point(res, "msg_rt_unexpected", lv), point(res, "msg_rt", lv)
+        add(f"unexpected path ({lv}) <= 2x pre-posted", u, 2 * p if p else None, "us", ratio=u / p if u and p else None)
+    for b in sorted({r["bytes"] for r in res["results"] if r["name"] == "rndv_overhead_us"}):
+        add(f"rendezvous overhead at {b >> 20} MB <= 2 us", point(res, "rndv_overhead_us", "block", b), 2.0, "us")
+    for mode, floor in (("no_any_source", 100.0), ("mpi", 20.0)):
+        rates = [(r["median"], r["ctas"]) for r in res["results"] if r["name"] == "msg_rate" and r["level"] == mode]
+        best = max(rates, default=(None, None))
+        add(f"8 B message rate, {mode}, one receiving warp >= {floor:.0f} M/s (best of "
+            f"{'/'.join(str(c) for _, c in sorted(rates, key=lambda x: x[1]))} sending warps; at {best[1]})",
+            best[0], floor, "Mmsg/s", at_most=False)
+    return out
+
+
+def target_lines(ts: list[dict]) -> list[str]:
+    if not ts:
+        return []
+    lines = ["", "targets (1 GPU, PE to itself, floors from this run)"]
+    for t in ts:
+        verdict = "not measured" if t["met"] is None else ("met" if t["met"] else "MISSED")
+        ratio = f" ({t['ratio']:.2f}x)" if t["ratio"] else ""
+        lines.append(f"  {t['target']}: {fmt(t['value'])} vs {fmt(t['limit'])} {t['unit']}{ratio} -> {verdict}")
+    return lines
+
+
+def run(args) -> int:
+    sections = SECTIONS
+    if args.sections:
+        sections = [s for s in args.sections.split(",") if s]
+        unknown = sorted(set(sections) - set(SECTIONS))
+        if unknown:
+            print(f"gpucomm bench msg: --sections: unknown section(s) {', '.join(unknown)} (one of {', '.join(SECTIONS)})",
+                  file=sys.stderr)
+            return 2
+    host = os.environ.get("GPUCOMM_DEVICE", "") == "host" or gpu_count() == 0
+    res = run_host(args, sections) if host else run_gpu(args, sections)
+    ts = targets(res)
+    report = table(res) + target_lines(ts)
+    print()
+    print("\n".join(report))
+    failed = {s: e for s, e in res["errors"].items() if not e.startswith("skipped")}
+    if args.json:
+        doc = {"tool": "gpucomm bench msg", "commit": res["commit"], "gpu": res["gpu"], "pe_kind": res["pe_kind"],
+               "pes": res["pes"], "quick": bool(args.quick), "sections": sections, "results": res["results"],
+               "errors": res["errors"], "baselines": BASELINES, "summary": ts,
+               "markdown": "```text\n" + "\n".join(report) + "\n```"}
+        if "skipped" in res:
+            doc["skipped"] = res["skipped"]
+        Path(args.json).write_text(json.dumps(doc, indent=1))
+        print(f"wrote {args.json}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description="the host-memory PEs of `gpucomm bench msg` (run under gpucomm run -n 2)")
+    ap.add_argument("--host-worker", metavar="OUT", required=True)
+    ap.add_argument("--quick", action="store_true")
+    a = ap.parse_args()
+    sys.exit(host_worker(a.host_worker, a.quick))

@@ -1,0 +1,422 @@
+// Comm: argument checks and the host-called point-to-point operations (host-memory PEs run the
+// protocol here with the host backend).
+#include <atomic>
+#include <cstring>
+
+#include "gpucomm/core/error.hpp"
+#include "gpucomm/messaging/messenger.hpp"
+#include "gpucomm/messaging/protocol_complete.hpp"
+#include "messenger_impl.hpp"
+
+namespace gpucomm::msg {
+
+namespace {
+
+void check_peer(const char* op, const char* arg, int r, int size, bool wildcard) {
+  if (r == kProcNull || (wildcard && r == kAnySource)) return;
+  if (r < 0 || r >= size) {
+    raise_arg(op, arg,
+              std::to_string(r) + " is outside the communicator's ranks 0.." + std::to_string(size - 1) +
+                  (wildcard ? " (or ANY_SOURCE, PROC_NULL)" : " (or PROC_NULL)"));
+  }
+}
+
+void check_tag(const char* op, int tag, bool wildcard) {
+  if (wildcard && tag == kAnyTag) return;
+  if (tag < 0 || tag > kTagUpperBound) {
+    raise_arg(
+        op, "tag",
+        std::to_string(tag) + " is outside 0.." + std::to_string(kTagUpperBound) + (wildcard ? " (or ANY_TAG)" : ""));
+  }
+}
+
+void check_buffer(const char* op, const void* buf, size_t bytes) {
+  if (bytes != 0 && buf == nullptr) raise_arg(op, "buf", "is null with a count of " + std::to_string(bytes) + " bytes");
+  if (bytes > (uint64_t(1) << 48)) raise_arg(op, "bytes", std::to_string(bytes) + " is beyond 2^48");
+}
+
+// A wildcard the communicator's mode asserted away is a bad argument, never a silent wrong match.
+void check_wildcards(const char* op, Mode mode, int source, int tag) {
+  if (source == kAnySource && (mode == Mode::no_any_source || mode == Mode::unordered)) {
+    raise_arg(op, "source",
+              std::string("ANY_SOURCE on a communicator of mode ") + mode_name(mode) +
+                  ", which asserted that receives name their source");
+  }
+  if (tag == kAnyTag && mode == Mode::unordered) {
+    raise_arg(op, "tag", "ANY_TAG on a communicator of mode unordered, which matches exact envelopes only");
+  }
+}
+
+// The arguments of a send (`dest`) and of a receive (`source`, wildcards as the mode allows).
+void check_send_args(const char* op, int size, int dest, int tag, const void* buf, size_t bytes) {
+  check_peer(op, "dest", dest, size, false);
+  check_tag(op, tag, false);
+  check_buffer(op, buf, bytes);
+}
+void check_recv_args(const char* op, int size, Mode mode, int source, int tag, const void* buf, size_t bytes) {
+  check_peer(op, "source", source, size, true);
+  check_tag(op, tag, true);
+  check_buffer(op, buf, bytes);
+  check_wildcards(op, mode, source, tag);
+}
+
+uint64_t* counter_of(const Event* e) {
+  return e ? e->counter : nullptr;
+}
+
+}  // namespace
+
+Comm::State& Comm::st() const {
+  if (!state_) raise_arg("msg::Comm", "comm", "is not a communicator (default-constructed or moved from)");
+  return *state_;
+}
+
+int Comm::rank() const {
+  return st().team.rank();
+}
+int Comm::size() const {
+  return st().team.size();
+}
+int Comm::context_id() const {
+  return st().ctx;
+}
+Mode Comm::mode() const {
+  return st().mode;
+}
+bool Comm::errors_return() const {
+  return (st().flags & kCommErrorsReturn) != 0;
+}
+const Team& Comm::team() const {
+  return st().team;
+}
+Messenger& Comm::messenger() const {
+  return *st().m;
+}
+
+namespace {
+
+[[noreturn]] void table_full(const Messenger::Impl& m, DiagOp op) {
+  Diag d{};
+  d.kind = DiagKind::resource;
+  d.op = op;
+  d.arg = static_cast<uint32_t>(DiagArg::request);
+  detail::raise_diag(d, m.cfg);
+}
+
+detail::Op send_op(const Comm::State& s, const void* buf, size_t bytes, int dest, int tag, uint64_t* event) {
+  detail::Op op{};
+  op.kind = detail::OpKind::send;
+  op.ctx = s.ctx;
+  op.pe = dest == kProcNull ? kProcNull : s.team.world_rank(dest);
+  op.rank = dest;
+  op.tag = tag;
+  op.src = s.team.rank();
+  op.buf = const_cast<void*>(buf);
+  op.bytes = bytes;
+  op.event = event;
+  return op;
+}
+
+detail::Op recv_op(const Comm::State& s, void* buf, size_t bytes, int source, int tag, uint64_t* event) {
+  detail::Op op{};
+  op.kind = detail::OpKind::recv;
+  op.ctx = s.ctx;
+  op.rank = source;
+  op.tag = tag;
+  op.buf = buf;
+  op.bytes = bytes;
+  op.event = event;
+  return op;
+}
+
+// GPU PEs: one operation as a kernel on the Messenger's stream (waited for when `wait`); returns
+// its result word and, when `st` is given, its status.
+uint32_t run_one(Messenger::Impl& m, detail::Op op, bool wait, Status* st, const char* name) {
+  detail::OpList l{};
+  l.n = 1;
+  l.wait = wait ? 1u : 0u;
+  l.out = m.out_dev;
+  l.ops[0] = op;
+  l.ops[0].status = m.status_dev;
+  m.out_host[0] = 0;
+  m.run(l, nullptr, true, name);
+  if (st) *st = m.status_host[0];
+  return m.out_host[0];
+}
+
+void need_device_buffer(const Messenger::Impl& m, const void* buf, size_t bytes, const char* op) {
+  if (bytes != 0 && !m.device_accessible(buf)) {
+    raise_arg(op, "buf",
+              "is not device-accessible: on GPU PEs the non-blocking and stream-ordered calls need device memory, "
+              "the heap or mapped host memory (the blocking send and recv stage host memory)");
+  }
+}
+
+}  // namespace
+
+Request Comm::isend(const void* buf, size_t bytes, int dest, int tag, const Event* event) {
+  State& s = st();
+  const char* op = "msg::isend";
+  check_send_args(op, s.team.size(), dest, tag, buf, bytes);
+  Messenger::Impl& m = s.m->impl();
+  if (m.gpu) {
+    need_device_buffer(m, buf, bytes, op);
+    if (dest == kProcNull) return Request{Request::kProcNull};
+    const uint32_t id = run_one(m, send_op(s, buf, bytes, dest, tag, counter_of(event)), false, nullptr, op);
+    if (id == 0) table_full(m, DiagOp::isend);
+    return Request{id};
+  }
+  if (dest == kProcNull) {
+    if (event) m.on_host(op, [&](detail::HostBackend& b) { return b.fadd(event->counter, 1, Ord::release); });
+    return Request{Request::kProcNull};
+  }
+  const proto::SendArgs a{buf, bytes, s.team.world_rank(dest), dest, tag, s.ctx, s.team.rank(), 0, counter_of(event)};
+  const proto::Started r = m.on_host(
+      op, [&](detail::HostBackend& b) { return proto::send_start(b, coop::Thread{}, m.view, m.view.comms[s.ctx], a); });
+  if (r.error) table_full(m, DiagOp::isend);
+  return Request{r.id};
+}
+
+void Comm::send(const void* buf, size_t bytes, int dest, int tag) {
+  State& s = st();
+  Messenger::Impl& m = s.m->impl();
+  if (m.gpu) {
+    const char* op = "msg::send";
+    check_send_args(op, s.team.size(), dest, tag, buf, bytes);
+    if (dest == kProcNull) return;
+    run_one(m, send_op(s, m.device_view(buf, bytes, true, op, "buf"), bytes, dest, tag, nullptr), true, nullptr, op);
+    return;
+  }
+  Request r = isend(buf, bytes, dest, tag);
+  m.on_host("msg::send",
+            [&](detail::HostBackend& b) { return proto::wait(b, coop::Thread{}, m.view, r, DiagOp::send); });
+}
+
+Request Comm::irecv(void* buf, size_t bytes, int source, int tag, const Event* event) {
+  State& s = st();
+  const char* op = "msg::irecv";
+  check_recv_args(op, s.team.size(), s.mode, source, tag, buf, bytes);
+  Messenger::Impl& m = s.m->impl();
+  if (m.gpu) {
+    need_device_buffer(m, buf, bytes, op);
+    if (source == kProcNull) return Request{Request::kProcNull};
+    const uint32_t id = run_one(m, recv_op(s, buf, bytes, source, tag, counter_of(event)), false, nullptr, op);
+    if (id == 0) table_full(m, DiagOp::irecv);
+    return Request{id};
+  }
+  const proto::RecvArgs a{buf, bytes, source, tag, s.ctx, 0, counter_of(event)};
+  const proto::Started r =
+      m.on_host(op, [&](detail::HostBackend& b) { return proto::recv_start(b, coop::Thread{}, m.view, a); });
+  if (r.error) table_full(m, DiagOp::irecv);
+  return Request{r.id};
+}
+
+Status Comm::recv(void* buf, size_t bytes, int source, int tag) {
+  State& s = st();
+  Messenger::Impl& m = s.m->impl();
+  if (m.gpu) {
+    const char* op = "msg::recv";
+    check_recv_args(op, s.team.size(), s.mode, source, tag, buf, bytes);
+    if (source == kProcNull) return proto::proc_null_status();
+    void* dev = m.device_view(buf, bytes, false, op, "buf");
+    Status result{};
+    run_one(m, recv_op(s, dev, bytes, source, tag, nullptr), true, &result, op);
+    m.staged_out(buf, dev, result.bytes);
+    return result;
+  }
+  Request r = irecv(buf, bytes, source, tag);
+  return m.on_host("msg::recv",
+                   [&](detail::HostBackend& b) { return proto::wait(b, coop::Thread{}, m.view, r, DiagOp::recv); });
+}
+
+void Comm::send_on_stream(const void* buf, size_t bytes, int dest, int tag, Stream stream) {
+  State& s = st();
+  const char* op = "msg::send_on_stream";
+  check_send_args(op, s.team.size(), dest, tag, buf, bytes);
+  Messenger::Impl& m = s.m->impl();
+  if (m.gpu) need_device_buffer(m, buf, bytes, op);
+  detail::Op o = send_op(s, buf, bytes, dest, tag, nullptr);
+  if (m.in_group) {
+    m.group.push_back(o);
+    return;
+  }
+  if (!m.gpu) return send(buf, bytes, dest, tag);
+  detail::OpList l{};
+  l.n = 1;
+  l.wait = 1;
+  l.ops[0] = o;
+  m.run(l, stream, false, op);
+}
+
+void Comm::recv_on_stream(void* buf, size_t bytes, int source, int tag, Stream stream, Status* status) {
+  State& s = st();
+  const char* op = "msg::recv_on_stream";
+  check_recv_args(op, s.team.size(), s.mode, source, tag, buf, bytes);
+  Messenger::Impl& m = s.m->impl();
+  if (m.gpu) {
+    need_device_buffer(m, buf, bytes, op);
+    if (status) need_device_buffer(m, status, sizeof(Status), op);
+  }
+  detail::Op o = recv_op(s, buf, bytes, source, tag, nullptr);
+  o.status = status;
+  if (m.in_group) {
+    m.group.push_back(o);
+    return;
+  }
+  if (!m.gpu) {
+    const Status st = recv(buf, bytes, source, tag);
+    if (status) *status = st;
+    return;
+  }
+  detail::OpList l{};
+  l.n = 1;
+  l.wait = 1;
+  l.ops[0] = o;
+  m.run(l, stream, false, op);
+}
+
+bool Comm::improbe(int source, int tag, Message* msg, Status* status) {
+  State& s = st();
+  const char* op = msg ? "msg::improbe" : "msg::iprobe";
+  check_peer(op, "source", source, s.team.size(), true);
+  check_tag(op, tag, true);
+  check_wildcards(op, s.mode, source, tag);
+  if (source == kProcNull) {
+    if (status) *status = proto::proc_null_status();
+    if (msg) *msg = Message{Message::kProcNull};
+    return true;
+  }
+  Messenger::Impl& m = s.m->impl();
+  Status st{};
+  uint32_t id = 0;
+  bool found = false;
+  if (m.gpu) {
+    detail::Op o{};
+    o.kind = msg ? detail::OpKind::improbe : detail::OpKind::iprobe;
+    o.ctx = s.ctx;
+    o.rank = source;
+    o.tag = tag;
+    const uint32_t r = run_one(m, o, false, &st, op);
+    found = r != 0;
+    id = r;
+  } else {
+    found = m.on_host(op, [&](detail::HostBackend& b) {
+      return proto::iprobe(b, coop::Thread{}, m.view, m.view.comms[s.ctx], source, tag, st, msg != nullptr, &id);
+    });
+  }
+  if (found) {
+    if (status) *status = st;
+    if (msg) *msg = Message{id};
+  }
+  return found;
+}
+
+bool Comm::iprobe(int source, int tag, Status* status) {
+  return improbe(source, tag, nullptr, status);
+}
+
+namespace {
+// Repeats a probe until it finds a message, with the wait limit.
+template <class Try>
+Status probe_loop(Messenger::Impl& m, const char* op, int source, int tag, Try try_once) {
+  Status st{};
+  const uint64_t start = detail::HostBackend::now_ns();
+  for (uint32_t i = 1; !try_once(&st); ++i) {
+    detail::HostBackend::pause(i);
+    if ((i & 63u) == 0 && m.timeout_ns && detail::HostBackend::now_ns() - start > m.timeout_ns) {
+      raise(Errc::timeout, op,
+            "rank " + std::to_string(m.rt.rank()) + " found no message from source " + std::to_string(source) +
+                " with tag " + std::to_string(tag) + "; timed out (GPUCOMM_TIMEOUT sets the limit)");
+    }
+    if ((i & 63u) == 0 && m.rt.failed()) raise(Errc::peer_failure, op, m.rt.failure());
+  }
+  return st;
+}
+}  // namespace
+
+Status Comm::probe(int source, int tag) {
+  return probe_loop(st().m->impl(), "msg::probe", source, tag, [&](Status* s) { return iprobe(source, tag, s); });
+}
+
+Message Comm::mprobe(int source, int tag, Status* status) {
+  Message msg{};
+  const Status s = probe_loop(st().m->impl(), "msg::mprobe", source, tag,
+                              [&](Status* out) { return improbe(source, tag, &msg, out); });
+  if (status) *status = s;
+  return msg;
+}
+
+Request Comm::imrecv(void* buf, size_t bytes, Message& msg, const Event* event) {
+  State& s = st();
+  const char* op = "msg::imrecv";
+  check_buffer(op, buf, bytes);
+  Messenger::Impl& m = s.m->impl();
+  GPUCOMM_CHECK_ARG(msg.id == Message::kProcNull || (msg.id >= 1 && msg.id <= m.cfg.unexpected), op, "msg",
+                    "is not a message taken by mprobe/improbe (or it was received already)");
+  const uint32_t id = msg.id;
+  msg.id = 0;
+  if (m.gpu) {
+    need_device_buffer(m, buf, bytes, op);
+    if (id == Message::kProcNull) return Request{Request::kProcNull};
+    detail::Op o = recv_op(s, buf, bytes, kAnySource, kAnyTag, counter_of(event));
+    o.kind = detail::OpKind::mrecv;
+    o.request = id;
+    const uint32_t r = run_one(m, o, false, nullptr, op);
+    if (r == 0) table_full(m, DiagOp::mrecv);
+    return Request{r};
+  }
+  const proto::Started r = m.on_host(op, [&](detail::HostBackend& b) {
+    return proto::mrecv_start(b, coop::Thread{}, m.view, m.view.comms[s.ctx], id, buf, bytes, counter_of(event));
+  });
+  if (r.error) table_full(m, DiagOp::mrecv);
+  return Request{r.id};
+}
+
+Status Comm::mrecv(void* buf, size_t bytes, Message& msg) {
+  Request r = imrecv(buf, bytes, msg);
+  return st().m->wait(r);
+}
+
+CommHandle Comm::device_checked(uint32_t version, size_t bytes) const {
+  State& s = st();
+  Messenger::Impl& m = s.m->impl();
+  if (version != kCommVersion || bytes != sizeof(CommHandle)) {
+    raise_arg("msg::Comm::device", "headers",
+              "the program was compiled against messaging headers of version " + std::to_string(version) + " (" +
+                  std::to_string(bytes) + "-byte CommHandle), this library has version " +
+                  std::to_string(kCommVersion) + ": rebuild it against this library's headers");
+  }
+  if (!m.gpu) raise(Errc::unsupported, "msg::Comm::device", "communicator handles for kernels exist on GPU PEs only");
+  CommHandle h{};
+  h.magic = kCommMagic;
+  h.version = kCommVersion;
+  h.bytes = sizeof(CommHandle);
+  h.ctx = s.ctx;
+  h.mode = s.mode;
+  h.flags = s.flags;
+  h.rank = s.team.rank();
+  h.size = s.team.size();
+  h.team = m.rt.device_team(s.team);
+  h.dev = m.rt.device_handle();
+  h.state = m.view_dev;
+  return h;
+}
+
+Counters Comm::counters() const {
+  State& s = st();
+  Messenger::Impl& m = s.m->impl();
+  Counters c{};
+  if (m.gpu) {
+    m.copy_from_state(&c, &m.view.comms[s.ctx].counters, sizeof c);
+    return c;
+  }
+  // Progress and senders update them meanwhile: word by word.
+  constexpr size_t words = sizeof(Counters) / sizeof(uint64_t);
+  auto* src = reinterpret_cast<uint64_t*>(&m.view.comms[s.ctx].counters);
+  uint64_t out[words];
+  for (size_t i = 0; i < words; ++i) out[i] = std::atomic_ref<uint64_t>(src[i]).load(std::memory_order_relaxed);
+  std::memcpy(&c, out, sizeof c);
+  return c;
+}
+
+}  // namespace gpucomm::msg

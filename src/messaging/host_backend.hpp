@@ -1,0 +1,167 @@
+#pragma once
+// The memory backend of host-memory PEs (protocol_alloc.hpp lists what a backend provides): the
+// protocol's local words through std::atomic_ref, the peers' rings and words through their mapped
+// heap regions where the route is direct (shared memory of the node), otherwise through the
+// Runtime's put/get/signal (the CPU proxy, UCX to other nodes). Cooperation level: coop::Thread.
+#include <sched.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "core/host_wait.hpp"
+#include "diag.hpp"
+#include "gpucomm/base/coop.cuh"
+#include "gpucomm/messaging/layout.hpp"
+#include "gpucomm/messaging/seq_match.hpp"
+#include "gpucomm/runtime/runtime.hpp"
+
+namespace gpucomm::msg::detail {
+
+constexpr std::memory_order host_order(Ord o) {
+  switch (o) {
+    case Ord::relaxed:
+      return std::memory_order_relaxed;
+    case Ord::acquire:
+      return std::memory_order_acquire;
+    case Ord::release:
+      return std::memory_order_release;
+    case Ord::acq_rel:
+      return std::memory_order_acq_rel;
+  }
+  return std::memory_order_seq_cst;
+}
+constexpr std::memory_order load_order(Ord o) {
+  return o == Ord::acquire || o == Ord::acq_rel ? std::memory_order_acquire : std::memory_order_relaxed;
+}
+constexpr std::memory_order store_order(Ord o) {
+  return o == Ord::release || o == Ord::acq_rel ? std::memory_order_release : std::memory_order_relaxed;
+}
+
+class HostBackend {
+ public:
+  // `direct[pe]`: pe's heap as mapped here when the route to it is direct, else nullptr.
+  HostBackend(Runtime& rt, const Config& cfg, const std::vector<char*>& direct, uint64_t* lock_word,
+              uint64_t timeout_ns)
+      : rt_(&rt),
+        cfg_(&cfg),
+        direct_(&direct),
+        lock_(lock_word),
+        heap_base_(rt.heap().base()),
+        heap_size_(rt.heap().size()),
+        timeout_ns_(timeout_ns) {}
+
+  // ---- group (one host thread) ----
+  static bool leader(coop::Thread) { return true; }
+  static uint32_t group_rank(coop::Thread) { return 0; }
+  static uint32_t group_size(coop::Thread) { return 1; }
+  template <class T>
+  static T bcast(coop::Thread, const T& v) {
+    return v;
+  }
+  static void sync(coop::Thread) {}
+  static void publish(coop::Thread) {}
+  static void publish_local(coop::Thread) {}
+  static void copy(coop::Thread, void* dst, const void* src, size_t n) {
+    if (n) std::memcpy(dst, src, n);
+  }
+
+  // ---- words ----
+  static uint64_t ld(const uint64_t* p, Ord o) {
+    return std::atomic_ref<uint64_t>(*const_cast<uint64_t*>(p)).load(load_order(o));
+  }
+  static void st(uint64_t* p, uint64_t v, Ord o) { std::atomic_ref<uint64_t>(*p).store(v, store_order(o)); }
+  static uint64_t fadd(uint64_t* p, uint64_t v, Ord o) {
+    return std::atomic_ref<uint64_t>(*p).fetch_add(v, host_order(o));
+  }
+  static uint64_t fand(uint64_t* p, uint64_t v, Ord o) {
+    return std::atomic_ref<uint64_t>(*p).fetch_and(v, host_order(o));
+  }
+  static uint64_t for_(uint64_t* p, uint64_t v, Ord o) {
+    return std::atomic_ref<uint64_t>(*p).fetch_or(v, host_order(o));
+  }
+  static bool cas(uint64_t* p, uint64_t& expected, uint64_t desired, Ord o) {
+    return std::atomic_ref<uint64_t>(*p).compare_exchange_weak(expected, desired, host_order(o), load_order(o));
+  }
+  static uint64_t ld_sys(const uint64_t* p, Ord o) { return ld(p, o); }
+  static void st_sys(uint64_t* p, uint64_t v, Ord o) { st(p, v, o); }
+
+  // ---- remote ----
+  char* peer(const void* sym, int32_t pe) const {
+    char* base = (*direct_)[static_cast<size_t>(pe)];
+    return base ? base + (static_cast<const char*>(sym) - heap_base_) : nullptr;
+  }
+  void put(coop::Thread, void* sym_dst, const void* src, size_t n, int32_t pe) const {
+    if (n) rt_->put(sym_dst, src, n, pe);
+  }
+  void get(coop::Thread, void* dst, const void* sym_src, size_t n, int32_t pe) const {
+    if (n) rt_->get(dst, sym_src, n, pe);
+  }
+  void signal_set(uint64_t* sym, uint64_t v, int32_t pe) const { rt_->signal(sym, v, SignalOp::set, pe); }
+  bool in_heap(const void* p, size_t n) const {
+    auto a = reinterpret_cast<uintptr_t>(p), b = reinterpret_cast<uintptr_t>(heap_base_);
+    return a >= b && a - b <= heap_size_ && n <= heap_size_ - (a - b);
+  }
+  uint64_t heap_offset(const void* p) const { return static_cast<uint64_t>(static_cast<const char*>(p) - heap_base_); }
+  char* heap_base() const { return heap_base_; }
+
+  // ---- matching: the sequential matcher ----
+  static int32_t match_message(coop::Thread, CommState& cm, const matching::Envelope& e) {
+    return seq::match_message(cm.prq, &cm.prq_n, cm.umq, &cm.umq_n, e);
+  }
+  static int32_t match_receive(coop::Thread, CommState& cm, const matching::Envelope& e) {
+    return seq::match_receive(cm.umq, &cm.umq_n, cm.prq, &cm.prq_n, e);
+  }
+
+  // ---- progress lock (the holder is remembered per thread, so an error can release it) ----
+  bool try_lock() const {
+    uint64_t free = 0;
+    if (!std::atomic_ref<uint64_t>(*lock_).compare_exchange_strong(free, 1, std::memory_order_acquire,
+                                                                   std::memory_order_relaxed))
+      return false;
+    held_ = lock_;
+    return true;
+  }
+  void unlock() const {
+    held_ = nullptr;
+    std::atomic_ref<uint64_t>(*lock_).store(0, std::memory_order_release);
+  }
+  // After an error escaped a protocol call: releases the lock if this thread holds it.
+  void release_if_held() const {
+    if (held_ == lock_) unlock();
+  }
+
+  // ---- time and failures ----
+  static uint64_t now_ns() {
+    return static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count());
+  }
+  // Backoff of wait loops: spin, then yield, then short sleeps (like the runtime's host waits).
+  static void pause(uint32_t i) {
+    if (i < 256) {
+      gpucomm::detail::cpu_relax();
+    } else if (i < 4096) {
+      sched_yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+  uint64_t timeout_ns() const { return timeout_ns_; }
+  uint32_t job_failed() const { return rt_->failed() ? 1u : 0u; }
+  [[noreturn]] void fail(const Diag& d) const { raise_diag(d, *cfg_); }
+
+ private:
+  Runtime* rt_;
+  const Config* cfg_;
+  const std::vector<char*>* direct_;
+  uint64_t* lock_;
+  char* heap_base_;
+  size_t heap_size_;
+  uint64_t timeout_ns_;
+  static inline thread_local uint64_t* held_ = nullptr;
+};
+
+}  // namespace gpucomm::msg::detail

@@ -1,0 +1,63 @@
+// Running operation lists (op_list.hpp): host-memory PEs with the host backend at once, GPU PEs as
+// one kernel on a stream; the staging of host-memory buffers for GPU PEs' blocking calls.
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "gpu_ops.hpp"
+#include "gpucomm/core/cuda_check.hpp"
+#include "gpucomm/core/error.hpp"
+#include "messenger_impl.hpp"
+
+namespace gpucomm::msg {
+
+void Messenger::Impl::run(detail::OpList& list, Stream on, bool sync, const char* op) {
+  if (!gpu) {
+    on_host(op, [&](detail::HostBackend& b) {
+      detail::run_ops(b, coop::Thread{}, view, list);
+      return 0;
+    });
+    return;
+  }
+  auto* s = reinterpret_cast<cudaStream_t>(on ? on : stream);
+  check_cuda(detail::launch_ops(rt.device_handle(), view_dev, list, s), op, "launching the messaging kernel");
+  if (!sync) return;
+  const cudaError_t e = cudaStreamSynchronize(s);
+  if (e != cudaSuccess) {
+    if (diag_host && std::atomic_ref<uint32_t>(diag_host->state).load(std::memory_order_acquire) == 2u)
+      detail::raise_diag(*diag_host, cfg);
+    rt.check_device();
+    check_cuda(e, op, "the messaging kernel failed");
+  }
+}
+
+bool Messenger::Impl::device_accessible(const void* p) const {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged ||
+         (a.type == cudaMemoryTypeHost && a.devicePointer != nullptr);
+}
+
+void* Messenger::Impl::device_view(const void* buf, size_t n, bool in, const char* op, const char* arg) {
+  if (n == 0 || device_accessible(buf)) return const_cast<void*>(buf);
+  if (n > staging_bytes) {
+    if (staging) (void)cudaFree(staging);
+    staging = nullptr;
+    staging_bytes = 0;
+    check_cuda(cudaMalloc(&staging, n), op, std::string("staging ") + arg);
+    staging_bytes = n;
+  }
+  if (in) check_cuda(cudaMemcpy(staging, buf, n, cudaMemcpyHostToDevice), op, std::string("staging ") + arg);
+  return staging;
+}
+
+void Messenger::Impl::staged_out(void* buf, const void* dev, size_t n) const {
+  if (n == 0 || dev == buf) return;
+  check_cuda(cudaMemcpy(buf, dev, n, cudaMemcpyDeviceToHost), "msg::recv", "copying the staged message out");
+}
+
+}  // namespace gpucomm::msg

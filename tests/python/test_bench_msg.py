@@ -1,0 +1,86 @@
+"""``gpucomm bench msg`` without a GPU: the command line (help, bad arguments, exit codes) and the
+JSON report of the host-memory measurement (8-byte ping-pong and message rate on 2 host PEs)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+QUICK_HOST = {"GPUCOMM_DEVICE": "host", "GPUCOMM_HEAP_SIZE": "32M", "GPUCOMM_TIMEOUT": "30"}
+
+
+def test_help(run_gpucomm):
+    r = run_gpucomm("bench", "msg", "--help")
+    assert r.returncode == 0, r.stderr
+    for flag in ("--quick", "--json", "--sections"):
+        assert flag in r.stdout
+
+
+def test_unknown_section_is_a_usage_error(run_gpucomm):
+    r = run_gpucomm("bench", "msg", "--sections", "pingpong,nonsense", env=QUICK_HOST)
+    assert r.returncode == 2
+    assert "nonsense" in r.stderr
+
+
+def test_unknown_flag_is_a_usage_error(run_gpucomm):
+    r = run_gpucomm("bench", "msg", "--no-such-flag")
+    assert r.returncode == 2
+
+
+def test_host_pes_json(run_gpucomm, tmp_path):
+    pytest.importorskip("numpy")
+    out = tmp_path / "msg.json"
+    r = run_gpucomm("bench", "msg", "--quick", "--json", str(out), env=QUICK_HOST, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(out.read_text())
+    for key in ("tool", "commit", "gpu", "pe_kind", "results", "errors", "baselines", "summary", "markdown"):
+        assert key in doc, key
+    assert doc["tool"] == "gpucomm bench msg" and doc["pe_kind"] == "host" and doc["gpu"] is None
+    assert all(v.startswith("not measured") for v in doc["baselines"].values())
+    assert "not measured (needs libnccl / MPI on the GPU machine)" in r.stdout
+    rows = {(x["name"], x["level"]): x for x in doc["results"]}
+    for key in (("msg_rt", "host"), ("msg_rate", "no_any_source"), ("msg_rate", "mpi")):
+        assert key in rows, (key, doc["results"])
+        row = rows[key]
+        for col in ("section", "bytes", "ctas", "unit", "median", "min", "max", "samples"):
+            assert col in row, (key, col)
+        assert row["bytes"] == 8 and row["samples"] >= 5 and row["median"] > 0, row
+    # The GPU sections are named as skipped on host PEs, not reported as failures.
+    assert set(doc["errors"]) == {"floors", "unexpected", "rendezvous"}
+    assert all(e.startswith("skipped") for e in doc["errors"].values())
+
+
+def test_host_pes_one_section(run_gpucomm, tmp_path):
+    out = tmp_path / "msg.json"
+    r = run_gpucomm("bench", "msg", "--quick", "--sections", "floors", "--json", str(out), env=QUICK_HOST)
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["results"] == [] and doc["sections"] == ["floors"]
+
+
+def test_gpu_report_from_rows(build):
+    """The GPU report and its targets from made-up rows (the formatting a GPU run goes through)."""
+    from gpucomm.bench import msg
+
+    rows = []
+    for lv, (flag, ps, rt, un) in {"thread": (1.0, 1.5, 1.6, 3.5), "warp": (1.1, 1.6, 1.7, 3.0),
+                                   "block": (1.5, 2.0, 2.1, 4.0)}.items():
+        for name, v in (("flag_rt", flag), ("put_signal_rt", ps), ("msg_rt", rt), ("msg_rt_unexpected", un)):
+            rows.append({"name": name, "level": lv, "bytes": 8, "ctas": 2, "median": v})
+    for mb in (1, 4, 16):
+        for name, v in (("rndv_us", 12.0 * mb), ("put_us", 11.0 * mb), ("rndv_overhead_us", 1.0 * mb)):
+            rows.append({"name": name, "level": "block", "bytes": mb << 20, "ctas": 1, "median": v})
+    for mode, base in (("no_any_source", 50.0), ("mpi", 25.0)):
+        for n in (8, 32, 128):
+            rows.append({"name": "msg_rate", "level": mode, "bytes": 8, "ctas": n, "median": base + n / 8})
+            rows.append({"name": "msg_rate_with_posting", "level": mode, "bytes": 8, "ctas": n, "median": base / 2})
+    res = {"pe_kind": "gpu", "gpu": "H100", "results": rows, "errors": {"rate": "exit code 1: timeout"}}
+    ts = {t["target"].split(" (best")[0]: t for t in msg.targets(res)}
+    assert ts["8 B ping-pong (thread) <= 1.6x flag round trip"]["met"] is True
+    assert ts["8 B ping-pong (thread) <= 1.15x put_signal round trip"]["met"] is True
+    assert ts["unexpected path (thread) <= 2x pre-posted"]["met"] is False
+    assert ts["rendezvous overhead at 16 MB <= 2 us"]["met"] is False
+    assert ts["8 B message rate, no_any_source, one receiving warp >= 100 M/s"]["met"] is False
+    assert ts["8 B message rate, mpi, one receiving warp >= 20 M/s"]["met"] is True
+    text = "\n".join(msg.table(res) + msg.target_lines(msg.targets(res)))
+    assert "MISSED" in text and "section rate: exit code 1" in text and "not measured" in text
