@@ -246,7 +246,7 @@ void bind_patterns(nb::module_& parent) {
       .def(
           "close",
           [](PyPlan& p) {
-            gpucomm::python::Unlocked nogil;
+            nb::gil_scoped_release nogil;  // a destructor runs: no interrupt check (it must not throw)
             p.plan = gp::Plan();
           },
           "Release the plan now (collective when it signals other PEs).")
