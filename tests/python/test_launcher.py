@@ -58,7 +58,9 @@ def test_dead_pe_makes_the_others_fail_fast_with_its_name(run_gpucomm, pe_progra
         # The store's notice (its connection closed) or, when the store is slow to see the EOF, the
         # launcher's relay of the death: either way the dead PE, never a survivor, is named.
         named = f"rank {victim} closed its connection" in line or f"rank {victim} was killed by SIGKILL" in line
-        assert where in line and named, r.stderr
+        # A slow survivor may still be in the barrier before the wait when the victim (already past
+        # it) dies: it fails there, naming the victim all the same.
+        assert (where in line or "barrier" in line) and named, r.stderr
 
 
 def test_pe_dying_before_bootstrap_is_reported_at_once(run_gpucomm, pe_program):
