@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds gpucomm (Release, sm_90) on a GPU machine, runs the whole test suite (GPU tests
-# included), the GPU tests under compute-sanitizer with --sanitize, and the quick benchmarks.
+# included), with --sanitize each compute-sanitizer tool on its subset of the GPU tests
+# (scripts/run_under_sanitizer.py: at most 9 minutes per tool; tests that need concurrent kernels
+# or trap on purpose are skipped with the reason), and the quick benchmarks.
 # Writes into OUTDIR: summary.json, gpu-check.log and results.tar.gz (raw JSON, JUnit, logs),
 # and prints a short table last.
 #   scripts/gpu-check.sh OUTDIR [--sanitize] [--no-bench] [--only-bench] [--bench=NAME,...]
@@ -32,6 +34,7 @@ layer_table='
     transport       60      0  -
     matching        90     60  match
     trace           10      0  -
+    reliability     20     30  faults
     messaging       90     60  msg
     collectives     90     60  coll
     patterns        90     60  patterns
@@ -88,7 +91,7 @@ if [ "$dry" = 1 ]; then
     echo "  all layers, as without --layer:"
     if [ "$tests" = 1 ]; then
       echo "    ctest --test-dir $build -LE gpu (host tests); ctest --test-dir $build -L gpu (GPU tests); pytest"
-      [ "$sanitize" = 0 ] || echo "    compute-sanitizer memcheck, racecheck, synccheck on every GPU test"
+      [ "$sanitize" = 0 ] || echo "    compute-sanitizer memcheck, racecheck, synccheck, each on its subset (scripts/run_under_sanitizer.py BUILD TOOL --list)"
     fi
     if [ "$bench" = 1 ]; then
       names=(pingpong)
@@ -177,7 +180,8 @@ if ((${#layers[@]})); then
       spent_tests[$l]=$(( spent_tests[$l] + last_dt ))
       if [ "$sanitize" = 1 ]; then
         for tool in memcheck racecheck synccheck; do
-          run_step "sanitize-$tool-$l" "$PY" scripts/run_under_sanitizer.py "$build/tests/$l" "$tool"
+          run_step "sanitize-$tool-$l" "$PY" scripts/run_under_sanitizer.py "$build/tests/$l" "$tool" \
+            --json "$raw/sanitize-$tool-$l.json"
         done
       fi
     done
@@ -227,7 +231,7 @@ else
     fi
     if [ "$sanitize" = 1 ]; then
       for tool in memcheck racecheck synccheck; do
-        run_step "sanitize-$tool" "$PY" scripts/run_under_sanitizer.py "$build" "$tool"
+        run_step "sanitize-$tool" "$PY" scripts/run_under_sanitizer.py "$build" "$tool" --json "$raw/sanitize-$tool.json"
       done
     fi
   fi
@@ -271,9 +275,17 @@ if junits:
     summary["ctest_failed"] = failed
 for f in glob.glob(os.path.join(raw, "*.json")):
     try:
-        summary["benchmarks"][os.path.basename(f)] = json.load(open(f))
+        data = json.load(open(f))
     except Exception:
-        pass
+        continue
+    name = os.path.basename(f)
+    if name.startswith("sanitize-"):  # per tool: what ran clean, what was skipped and why
+        summary.setdefault("sanitizer", {})[name[len("sanitize-"):-len(".json")]] = {
+            "clean": data.get("clean"), "seconds": data.get("seconds"),
+            "results": {r["test"]: r["result"] + (": " + r["detail"] if r["result"] in ("skipped", "not run") else "")
+                        for r in data.get("results", [])}}
+    else:
+        summary["benchmarks"][name] = data
 layers_tsv = os.path.join(raw, "layers.tsv")
 if os.path.exists(layers_tsv):
     summary["layers"] = {}

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
+from .errors import AbortError, Error, InvalidArgumentError, PeerFailureError, TimeoutError  # noqa: A004,F401
 # The C++ package inside an installed wheel: CMAKE_PREFIX_PATH=gpucomm.cmake_prefix_path makes
 # find_package(gpucomm) work (also `python -m gpucomm --cmake-prefix-path` / `--cmake-dir`).
 from gpucomm._sdk import cmake_prefix_path, get_cmake_dir, get_include  # noqa: E402,F401

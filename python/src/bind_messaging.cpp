@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "blocking.hpp"
 #include "gpucomm/gpucomm.hpp"
 #include "gpucomm/messaging/messenger.hpp"
 #include "py_arrays.hpp"
@@ -58,7 +59,7 @@ struct PyMessenger {
     }
     comms.clear();
     if (open) {
-      nb::gil_scoped_release unlocked;
+      nb::gil_scoped_release unlocked;  // a destructor: no interrupt check (it must not throw)
       m.reset();
     } else {
       // Its Runtime is gone: nothing is left to tear down collectively, so the Messenger is left behind.
@@ -158,7 +159,7 @@ std::string status_repr(const msg::Status& s) {
 msg::Status wait_request(msg::Messenger& m, PyRequest& r) {
   msg::Status st{};
   {
-    nb::gil_scoped_release unlocked;
+    gpucomm::python::Unlocked unlocked;
     st = m.wait(r.r);
   }
   r.keep = nb::object();
@@ -196,7 +197,7 @@ void bind_comm(nb::module_& m) {
             const ArrayRef a = array_ref(buf, "Comm.send", "buf");
             gpucomm::py::wait_for_producers({buf});
             msg::Comm& comm = c.c();
-            nb::gil_scoped_release unlocked;
+            gpucomm::python::Unlocked unlocked;
             comm.send(a.data, a.nbytes, dest, tag);
           },
           "buf"_a, "dest"_a, "tag"_a, "Blocking send of the whole array (returns when it may be reused).")
@@ -206,7 +207,7 @@ void bind_comm(nb::module_& m) {
             const ArrayRef a = array_ref(buf, "Comm.recv", "buf");
             gpucomm::py::wait_for_producers({buf});
             msg::Comm& comm = c.c();
-            nb::gil_scoped_release unlocked;
+            gpucomm::python::Unlocked unlocked;
             return comm.recv(a.data, a.nbytes, source, tag);
           },
           "buf"_a, "source"_a = msg::kAnySource, "tag"_a = msg::kAnyTag,
@@ -241,7 +242,7 @@ void bind_comm(nb::module_& m) {
           "probe",
           [](PyComm& c, int source, int tag) {
             msg::Comm& comm = c.c();
-            nb::gil_scoped_release unlocked;
+            gpucomm::python::Unlocked unlocked;
             return comm.probe(source, tag);
           },
           "source"_a = msg::kAnySource, "tag"_a = msg::kAnyTag, "Waits for a matching message (not received).")
@@ -262,7 +263,7 @@ void bind_comm(nb::module_& m) {
             msg::Status st{};
             {
               msg::Comm& comm = c.c();
-              nb::gil_scoped_release unlocked;
+              gpucomm::python::Unlocked unlocked;
               pm.m = comm.mprobe(source, tag, &st);
             }
             return std::make_pair(pm, st);
@@ -273,7 +274,7 @@ void bind_comm(nb::module_& m) {
           [](PyComm& c, nb::handle buf, PyMessage& pm) {
             const ArrayRef a = array_ref(buf, "Comm.mrecv", "buf");
             msg::Comm& comm = c.c();
-            nb::gil_scoped_release unlocked;
+            gpucomm::python::Unlocked unlocked;
             return comm.mrecv(a.data, a.nbytes, pm.m);
           },
           "buf"_a, "message"_a, "Receives the message mprobe/improbe took.")
@@ -309,7 +310,7 @@ void bind_messenger(nb::module_& m) {
             gpucomm::Runtime& r = py_runtime(rt);
             std::unique_ptr<msg::Messenger> made;
             {
-              nb::gil_scoped_release unlocked;
+              gpucomm::python::Unlocked unlocked;
               made = std::make_unique<msg::Messenger>(r);
             }
             new (self) PyMessenger{std::move(rt), std::move(made), {}};
@@ -327,7 +328,7 @@ void bind_messenger(nb::module_& m) {
             const msg::CommOptions o = comm_options(mode, allow_overtaking, errors_return);
             msg::Comm c;
             {
-              nb::gil_scoped_release unlocked;
+              gpucomm::python::Unlocked unlocked;
               c = mm.world(o);
             }
             return adopt(self, std::move(c));
@@ -342,7 +343,7 @@ void bind_messenger(nb::module_& m) {
             const msg::CommOptions o = comm_options(mode, allow_overtaking, errors_return);
             msg::Comm c;
             {
-              nb::gil_scoped_release unlocked;
+              gpucomm::python::Unlocked unlocked;
               c = mm.create(team, o);
             }
             return adopt(self, std::move(c));
@@ -380,7 +381,7 @@ void bind_messenger(nb::module_& m) {
             msg::Status st{};
             int i = -1;
             {
-              nb::gil_scoped_release unlocked;
+              gpucomm::python::Unlocked unlocked;
               i = mm.waitany(raw, &st);
             }
             if (i < 0) return {-1, std::nullopt};
@@ -415,7 +416,7 @@ void bind_messenger(nb::module_& m) {
           "event_wait",
           [](PyMessenger& self, const msg::Event& e, uint64_t value) {
             msg::Messenger& mm = self.get("event_wait");
-            nb::gil_scoped_release unlocked;
+            gpucomm::python::Unlocked unlocked;
             mm.event_wait(e, value);
           },
           "event"_a, "value"_a, "Waits until the event counted value completions.")

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "blocking.hpp"
 #include "gpucomm/gpucomm.hpp"
 #include "gpucomm/patterns/patterns.hpp"
 #include "py_runtime.hpp"
@@ -154,7 +155,7 @@ PyPlan compile(PyPattern& p, nb::handle runtime, const std::string& strategy, co
   gpucomm::Runtime& rt = py_runtime(p.runtime);
   gp::Plan plan;
   {
-    nb::gil_scoped_release nogil;  // collective: the wait for the other PEs does not hold the interpreter
+    gpucomm::python::Unlocked nogil;  // collective: the wait for the other PEs does not hold the interpreter
     plan = gp::compile(rt, p.pattern, o);
   }
   return PyPlan{p.runtime, std::move(plan)};
@@ -222,7 +223,7 @@ void bind_patterns(nb::module_& parent) {
       .def(
           "synchronize",
           [](PyPlan& p) {
-            nb::gil_scoped_release nogil;
+            gpucomm::python::Unlocked nogil;
             p.get().synchronize();
           },
           "Wait until the launches completed.")
@@ -245,7 +246,7 @@ void bind_patterns(nb::module_& parent) {
       .def(
           "close",
           [](PyPlan& p) {
-            nb::gil_scoped_release nogil;
+            nb::gil_scoped_release nogil;  // a destructor runs: no interrupt check (it must not throw)
             p.plan = gp::Plan();
           },
           "Release the plan now (collective when it signals other PEs).")

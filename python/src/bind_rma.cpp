@@ -15,6 +15,7 @@
 #include <string>
 #include <type_traits>
 
+#include "blocking.hpp"
 #include "gpucomm/gpucomm.hpp"
 #include "py_arrays.hpp"
 #include "py_runtime.hpp"
@@ -49,7 +50,7 @@ nb::object atomic_with_value(nb::handle self, nb::handle dst, nb::handle value, 
     T v = gpucomm::py::value_arg<T>(value, call, "value");
     T old;
     {
-      nb::gil_scoped_release nogil;
+      gpucomm::python::Unlocked nogil;
       old = op(rt, word, v, pe);
     }
     return nb::cast(old);
@@ -68,7 +69,7 @@ nb::object on_local_word(nb::handle self, nb::handle ivar, nb::handle cmp, nb::h
     T v = gpucomm::py::value_arg<T>(value, call, "value");
     decltype(op(rt, word, c, v)) result;
     {
-      nb::gil_scoped_release nogil;
+      gpucomm::python::Unlocked nogil;
       result = op(rt, word, c, v);
     }
     return nb::cast(result);
@@ -98,7 +99,7 @@ void bind_put_get(gpucomm::py::Methods& rt_class) {
             ArrayRef s = array_ref(src, "put", "src");
             if (d.nbytes != s.nbytes) throw nb::value_error("gpucomm: put: dst and src differ in size");
             wait_for_producers({dst, src});
-            nb::gil_scoped_release nogil;
+            gpucomm::python::Unlocked nogil;
             rt.put(d.data, s.data, s.nbytes, pe);
           },
           "dst"_a, "src"_a, "pe"_a,
@@ -111,7 +112,7 @@ void bind_put_get(gpucomm::py::Methods& rt_class) {
             ArrayRef s = symmetric(rt, src, "get", "src");
             if (d.nbytes != s.nbytes) throw nb::value_error("gpucomm: get: dst and src differ in size");
             wait_for_producers({dst, src});
-            nb::gil_scoped_release nogil;
+            gpucomm::python::Unlocked nogil;
             rt.get(d.data, s.data, s.nbytes, pe);
           },
           "dst"_a, "src"_a, "pe"_a,
@@ -132,7 +133,7 @@ void bind_signals(gpucomm::py::Methods& rt_class) {
             auto v = gpucomm::py::value_arg<uint64_t>(value, "put_signal", "value");
             auto o = gpucomm::py::signal_op_arg(op, "put_signal");
             wait_for_producers({dst, src, sig});
-            nb::gil_scoped_release nogil;
+            gpucomm::python::Unlocked nogil;
             rt.put_signal(d.data, s.data, s.nbytes, word, v, o, pe);
           },
           "dst"_a, "src"_a, "sig"_a, "value"_a, "op"_a, "pe"_a,
@@ -146,7 +147,7 @@ void bind_signals(gpucomm::py::Methods& rt_class) {
             auto v = gpucomm::py::value_arg<uint64_t>(value, "signal", "value");
             auto o = gpucomm::py::signal_op_arg(op, "signal");
             wait_for_producers({sig});
-            nb::gil_scoped_release nogil;
+            gpucomm::python::Unlocked nogil;
             rt.signal(word, v, o, pe);
           },
           "sig"_a, "value"_a, "op"_a, "pe"_a,
@@ -158,7 +159,7 @@ void bind_signals(gpucomm::py::Methods& rt_class) {
             Runtime& rt = py_runtime(self);
             uint64_t* word = gpucomm::py::signal_word(symmetric(rt, sig, "signal_fetch", "sig"), "signal_fetch");
             wait_for_producers({sig});
-            nb::gil_scoped_release nogil;
+            gpucomm::python::Unlocked nogil;
             return rt.signal_fetch(word);
           },
           "sig"_a, "The value of this PE's signal word sig (acquire).")
@@ -171,7 +172,7 @@ void bind_signals(gpucomm::py::Methods& rt_class) {
             auto c = gpucomm::py::cmp_arg(cmp, "signal_wait_until");
             auto v = gpucomm::py::value_arg<uint64_t>(value, "signal_wait_until", "value");
             wait_for_producers({sig});
-            nb::gil_scoped_release nogil;
+            gpucomm::python::Unlocked nogil;
             return rt.signal_wait_until(word, c, v);
           },
           "sig"_a, "cmp"_a, "value"_a,
@@ -201,7 +202,7 @@ void bind_waits(gpucomm::py::Methods& rt_class) {
           "fence",
           [](nb::handle self) {
             Runtime& rt = py_runtime(self);
-            nb::gil_scoped_release nogil;
+            gpucomm::python::Unlocked nogil;
             rt.fence();
           },
           "Orders this PE's earlier puts and signals to each PE before its later ones.");
@@ -219,7 +220,7 @@ void bind_scalars(gpucomm::py::Methods& rt_class) {
               using T = std::remove_pointer_t<decltype(word)>;
               T v = gpucomm::py::scalar_arg<T>(value, "p", "value");
               {
-                nb::gil_scoped_release nogil;
+                gpucomm::python::Unlocked nogil;
                 rt.p(word, v, pe);
               }
               return nb::none();
@@ -237,7 +238,7 @@ void bind_scalars(gpucomm::py::Methods& rt_class) {
               using T = std::remove_pointer_t<decltype(word)>;
               T v;
               {
-                nb::gil_scoped_release nogil;
+                gpucomm::python::Unlocked nogil;
                 v = rt.g(word, pe);
               }
               return nb::cast(v);
@@ -312,7 +313,7 @@ void bind_atomics(gpucomm::py::Methods& rt_class) {
               T d = gpucomm::py::value_arg<T>(desired, "atomic_compare_swap", "desired");
               T old;
               {
-                nb::gil_scoped_release nogil;
+                gpucomm::python::Unlocked nogil;
                 old = rt.atomic_compare_swap(word, e, d, pe);
               }
               return nb::cast(old);

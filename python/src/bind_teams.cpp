@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "blocking.hpp"
 #include "gpucomm/gpucomm.hpp"
 #include "py_runtime.hpp"
 
@@ -94,7 +95,7 @@ void bind_teams(nb::module_& m) {
           [](nb::handle self, const Team& parent, int color, int key) {
             gpucomm::Runtime& rt = py_runtime(self);
             require_valid(parent, "split: parent");
-            nb::gil_scoped_release nogil;
+            gpucomm::python::Unlocked nogil;
             return rt.split(parent, color, key);
           },
           "parent"_a, "color"_a, "key"_a = 0,
@@ -105,7 +106,7 @@ void bind_teams(nb::module_& m) {
           [](nb::handle self, const Team& team) {
             gpucomm::Runtime& rt = py_runtime(self);
             require_valid(team, "barrier: team");
-            nb::gil_scoped_release nogil;
+            gpucomm::python::Unlocked nogil;
             rt.barrier(team);
           },
           "team"_a, "Collective over team: quiet, then no member leaves before all arrived.");

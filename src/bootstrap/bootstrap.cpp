@@ -1,5 +1,6 @@
 #include "gpucomm/bootstrap/bootstrap.hpp"
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -9,6 +10,8 @@
 #include "gpucomm/core/env.hpp"
 #include "gpucomm/core/error.hpp"
 #include "gpucomm/core/log.hpp"
+#include "job_failure.hpp"
+#include "lifeline.hpp"
 #include "listen_registry.hpp"
 #include "rendezvous.hpp"
 #include "store_client.hpp"
@@ -17,8 +20,10 @@
 namespace gpucomm::bootstrap {
 
 struct Bootstrap::Impl {
+  JobFailure failure;
   std::unique_ptr<StoreServer> server;
   std::unique_ptr<StoreClient> client;
+  Lifeline* lifeline = nullptr;  // under gpucomm run
 };
 
 namespace {
@@ -44,6 +49,7 @@ Fd open_store_socket(const UniqueId& id) {
     ok = ok && ::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && listening;
     if (ok && local_address(fd).port() == id.port) {
       unsetenv("GPUCOMM_BOOTSTRAP_LISTEN_FD");  // children of this PE must not reuse it
+      ::fcntl(fd, F_SETFD, FD_CLOEXEC);         // nor inherit it
       return Fd(fd);
     }
     GPUCOMM_LOG(warn, "GPUCOMM_BOOTSTRAP_LISTEN_FD=" << *inherited << " is not the listening socket of "
@@ -59,8 +65,20 @@ Bootstrap::Bootstrap(const UniqueId& id, int rank, int size)
   GPUCOMM_CHECK_ARG(size >= 1, "Bootstrap", "size", "must be at least 1, got " + std::to_string(size));
   GPUCOMM_CHECK_ARG(rank >= 0 && rank < size, "Bootstrap", "rank",
                     std::to_string(rank) + " is outside 0.." + std::to_string(size - 1));
+  const int64_t wait_ms = env::wait_timeout_ms();
+  shutdown_wait_ms_ = wait_ms > 0 ? wait_ms : 60000;
+  // The first failure, from wherever it comes, reaches the store (which tells every PE) and the
+  // launcher (which then names the right PE); a failure the store reported needs neither.
+  impl_->failure.add_listener([this](int first, const std::string& why, FailureSource from) {
+    if (from == FailureSource::store) {
+      if (impl_->lifeline) impl_->lifeline->report(first, why);
+      return;
+    }
+    if (from == FailureSource::local && impl_->lifeline) impl_->lifeline->report(first, why);
+    if (impl_->client) impl_->client->send_abort(first, why);
+  });
   if (rank == 0) impl_->server = std::make_unique<StoreServer>(open_store_socket(id), size, id.token);
-  impl_->client = std::make_unique<StoreClient>(id, rank, size, connect_timeout());
+  impl_->client = std::make_unique<StoreClient>(id, rank, size, connect_timeout(), impl_->failure);
   how_ = "tcp store at " + id.endpoint() + " served by rank 0";
   GPUCOMM_LOG(debug, "bootstrap connected: " << how_);
 }
@@ -70,6 +88,11 @@ std::unique_ptr<Bootstrap> Bootstrap::from_environment(const LaunchInfo& info) {
   UniqueId id = rendezvous(info, &how);
   auto b = std::make_unique<Bootstrap>(id, info.rank, info.size);
   b->how_ = how + ", " + b->how_;
+  if (Lifeline* l = Lifeline::get()) {
+    b->impl_->lifeline = l;
+    l->attach(&b->impl_->failure);
+    b->how_ += ", lifeline to gpucomm run";
+  }
   finish_rendezvous(info, *b);
   return b;
 }
@@ -122,18 +145,54 @@ void Bootstrap::barrier() {
 }
 
 bool Bootstrap::failed() const {
-  return impl_->client->failed();
+  return impl_->failure.failed();
 }
 std::string Bootstrap::failure() const {
-  return impl_->client->failure();
+  return impl_->failure.why();
+}
+int Bootstrap::failed_rank() const {
+  return impl_->failure.rank();
+}
+void Bootstrap::note_local_failure(const std::string& what) const {
+  impl_->failure.note_local(what);
+}
+std::string Bootstrap::local_failure() const {
+  return impl_->failure.local();
+}
+void Bootstrap::forgive_local_failure() {
+  impl_->failure.forgive_local();
+}
+void Bootstrap::set_job_state_word(uint32_t* word) {
+  impl_->failure.set_word(word);
+}
+
+void Bootstrap::abort(const std::string& reason) {
+  if (impl_->failure.failed()) return;  // the job failed already; the others know
+  // Printed before the others hear of it, so this PE's report comes first.
+  GPUCOMM_LOG(error, "aborting the job: " << reason);
+  impl_->failure.record(rank_, "rank " + std::to_string(rank_) + " aborted: " + reason, FailureSource::local);
 }
 
 void Bootstrap::finalize() {
   if (finalized_) return;
   finalized_ = true;
-  if (!failed() && !impl_->client->timed_out()) barrier();
-  impl_->client->say_bye(10000);
-  if (impl_->server) impl_->server->shutdown(env::wait_timeout_ms() > 0 ? env::wait_timeout_ms() : 60000);
+  JobFailure& f = impl_->failure;
+  if (!f.failed() && f.local().empty() && !impl_->client->timed_out()) {
+    try {
+      barrier();
+    } catch (const Error& e) {
+      if (!f.failed()) f.note_local(e.what());
+    }
+  }
+  // A PE out of step (a wait of its own failed) aborts: nobody would join its barrier.
+  if (!f.failed() && !f.local().empty()) abort(f.local());
+  if (!f.failed()) impl_->client->say_bye(10000);
+  if (impl_->server) {
+    if (f.failed()) impl_->server->wait_failed(500);  // every PE is told before the store stops
+    impl_->server->shutdown(f.failed() ? 0 : shutdown_wait_ms_);
+  }
+  if (impl_->lifeline) impl_->lifeline->detach(&f);  // no more failures from it
+  impl_->lifeline = nullptr;
   impl_->client.reset();
   impl_->server.reset();
 }

@@ -5,14 +5,16 @@
 #include <cstring>
 
 #include "gpucomm/core/error.hpp"
+#include "gpucomm/core/interrupt.hpp"
 #include "gpucomm/core/log.hpp"
 
 namespace gpucomm::bootstrap {
 
 using wire::Op;
 
-StoreClient::StoreClient(const UniqueId& id, int rank, int world_size, std::chrono::milliseconds connect_timeout)
-    : endpoint_(id.endpoint()), rank_(rank) {
+StoreClient::StoreClient(const UniqueId& id, int rank, int world_size, std::chrono::milliseconds connect_timeout,
+                         JobFailure& failure)
+    : endpoint_(id.endpoint()), rank_(rank), failure_(failure) {
   fd_ = connect_tcp(id.host, id.port, connect_timeout);
   std::string token(reinterpret_cast<const char*>(id.token.data()), id.token.size());
   wire::write_frame(fd_.get(), Op::hello, rank, static_cast<uint32_t>(world_size), 0, "", token, "bootstrap hello");
@@ -36,38 +38,32 @@ StoreClient::~StoreClient() {
   if (reader_.joinable()) reader_.join();
 }
 
-std::string StoreClient::failure() const {
-  std::lock_guard<std::mutex> g(mu_);
-  return failure_;
-}
-
-void StoreClient::set_failure(const std::string& why) {
-  {
-    std::lock_guard<std::mutex> g(mu_);
-    if (failure_.empty()) failure_ = why;
-    failed_.store(true, std::memory_order_release);
-  }
-  cv_.notify_all();
-}
-
 void StoreClient::reader() {
   while (true) {
     wire::Frame f;
     try {
       auto forever = Clock::now() + std::chrono::hours(24 * 365);
       if (!wire::read_frame(fd_.get(), &f, forever, "bootstrap store", true)) {
-        if (!closing_.load())
-          set_failure("lost the connection to the bootstrap store at " + endpoint_ + " (rank 0 exited or died)");
+        if (!closing_.load()) {
+          failure_.record(0, "lost the connection to the bootstrap store at " + endpoint_ + " (rank 0 exited or died)",
+                          FailureSource::store);
+        }
+        cv_.notify_all();
         return;
       }
     } catch (const Error& e) {
-      if (!closing_.load())
-        set_failure("lost the connection to the bootstrap store at " + endpoint_ + ": " + e.detail());
+      if (!closing_.load()) {
+        failure_.record(0, "lost the connection to the bootstrap store at " + endpoint_ + ": " + e.detail(),
+                        FailureSource::store);
+      }
+      cv_.notify_all();
       return;
     }
     if (f.op() == Op::abort) {
-      GPUCOMM_LOG(error, "job aborted: " << f.payload);
-      set_failure(f.payload);
+      // aux: the rank that failed first, plus one (0: no PE, e.g. the launcher is gone).
+      const int first = f.h.aux > 0 ? static_cast<int>(f.h.aux) - 1 : -1;
+      if (failure_.record(first, f.payload, FailureSource::store)) GPUCOMM_LOG(error, "job failed: " << f.payload);
+      cv_.notify_all();
       continue;
     }
     {
@@ -90,10 +86,13 @@ wire::Frame StoreClient::request(Op op, uint32_t aux, const std::string& key, co
     if (failed() && op != Op::bye && op != Op::query) raise(Errc::peer_failure, what, failure());
     wire::write_frame(fd_.get(), op, rank_, aux, seq, key, payload, what.c_str());
   }
+  // Wait in slices: the job may fail through another channel (the launcher's lifeline, a local
+  // abort) and a front end may interrupt the wait (gpucomm/core/interrupt.hpp).
+  const auto start = Clock::now();
   std::unique_lock<std::mutex> lk(mu_);
-  auto ready = [&] { return replies_.count(seq) || (failed_.load() && op != Op::query); };
-  if (timeout_ms > 0) {
-    if (!cv_.wait_for(lk, std::chrono::milliseconds(timeout_ms), ready)) {
+  while (!replies_.count(seq) && !(failed() && op != Op::query)) {
+    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+    if (timeout_ms > 0 && waited >= timeout_ms) {
       lk.unlock();
       timed_out_.store(true);
       std::string detail = "timed out after " + std::to_string(timeout_ms / 1000.0).substr(0, 6) + " s";
@@ -106,17 +105,27 @@ wire::Frame StoreClient::request(Op op, uint32_t aux, const std::string& key, co
           GPUCOMM_LOG(debug, what << ": diagnostic query after the timeout failed: " << e.what());
         }
       }
+      failure_.note_local(std::string(what).append(": ").append(detail));
       raise(Errc::timeout, what, detail + " (GPUCOMM_TIMEOUT sets the limit)");
     }
-  } else {
-    cv_.wait(lk, ready);
+    lk.unlock();  // the check may take the Python interpreter's lock: never while holding mu_
+    if (interrupt_requested()) {
+      failure_.note_local(what + ": interrupted by a signal");
+      raise(Errc::aborted, what, "interrupted by a signal while waiting");
+    }
+    lk.lock();
+    if (replies_.count(seq)) break;
+    cv_.wait_for(lk, std::chrono::milliseconds(20));
   }
   auto it = replies_.find(seq);
-  if (it == replies_.end()) raise(Errc::peer_failure, what, failure_);
+  if (it == replies_.end()) {
+    lk.unlock();
+    raise(Errc::peer_failure, what, failure_.why());
+  }
   wire::Frame f = std::move(it->second);
   replies_.erase(it);
   if (f.op() == Op::error) {
-    Errc code = f.h.aux <= static_cast<uint32_t>(Errc::internal) ? static_cast<Errc>(f.h.aux) : Errc::protocol;
+    Errc code = f.h.aux <= static_cast<uint32_t>(Errc::last) ? static_cast<Errc>(f.h.aux) : Errc::protocol;
     raise(code, what, f.payload);
   }
   return f;
@@ -149,6 +158,17 @@ std::vector<std::string> StoreClient::gather(const std::string& group, int count
     off += len;
   }
   return parts;
+}
+
+void StoreClient::send_abort(int rank, const std::string& why) {
+  try {
+    std::lock_guard<std::mutex> g(send_mu_);
+    wire::write_frame(fd_.get(), Op::abort, rank_, rank >= 0 ? static_cast<uint32_t>(rank) + 1 : 0, 0, "", why,
+                      "bootstrap abort");
+  } catch (const Error& e) {
+    // The store is gone already: the others learn of the failure from that.
+    GPUCOMM_LOG(debug, "abort not sent to the store: " << e.what());
+  }
 }
 
 void StoreClient::say_bye(int64_t timeout_ms) {

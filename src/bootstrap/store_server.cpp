@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -38,12 +39,21 @@ StoreServer::~StoreServer() {
   if (thread_.joinable()) thread_.join();
 }
 
+bool StoreServer::wait_failed(int64_t timeout_ms) const {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (!failed_.load(std::memory_order_acquire)) {
+    if (stop_.load() || std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
 void StoreServer::shutdown(int64_t timeout_ms) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   // The loop exits by itself once every rank said goodbye; ranks that never connected (a
   // failed start) are not waited for.
   while (std::chrono::steady_clock::now() < deadline) {
-    if (stop_.load() || pending_.load() == 0) break;
+    if (stop_.load() || pending_.load() == 0 || failed_.load(std::memory_order_acquire)) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   stop_.store(true);
@@ -64,13 +74,21 @@ void StoreServer::loop() {
   while (!stop_.load()) {
     pfds.clear();
     ids.clear();
+    const auto now = Clock::now();
+    const bool accepting = now >= accept_paused_until_;
     pfds.push_back({wake_rd_.get(), POLLIN, 0});
-    pfds.push_back({listen_.get(), POLLIN, 0});
+    pfds.push_back({accepting ? listen_.get() : -1, POLLIN, 0});
     for (auto& [id, c] : conns_) {
       pfds.push_back({c.fd.get(), POLLIN, 0});
       ids.push_back(id);
     }
-    int pr = ::poll(pfds.data(), pfds.size(), 1000);
+    // Wake for the next hello deadline or the end of an accept pause.
+    auto next = now + std::chrono::seconds(1);
+    if (!accepting) next = std::min(next, accept_paused_until_);
+    for (auto& [id, c] : conns_)
+      if (c.rank < 0) next = std::min(next, c.hello_deadline);
+    const auto wait_ms = std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count();
+    int pr = ::poll(pfds.data(), pfds.size(), static_cast<int>(std::clamp<int64_t>(wait_ms + 1, 1, 1000)));
     if (pr < 0) {
       if (errno == EINTR) continue;
       GPUCOMM_LOG(error, "bootstrap store: poll failed: " << std::strerror(errno));
@@ -87,6 +105,7 @@ void StoreServer::loop() {
       if (!conns_.count(ids[i])) continue;
       read_conn(ids[i]);
     }
+    drop_late_hellos();
     int pending = 0;
     for (int r = 0; r < world_size_; ++r)
       pending += rank_seen_[static_cast<size_t>(r)] && !rank_bye_[static_cast<size_t>(r)];
@@ -96,37 +115,106 @@ void StoreServer::loop() {
       break;
     }
   }
+  if (stats_.rejected > 1) {
+    GPUCOMM_LOG(info, "bootstrap store: rejected " << stats_.rejected << " foreign or malformed connections, closed "
+                                                   << stats_.evicted << " idle ones, ran out of descriptors "
+                                                   << stats_.fd_exhausted << " time(s)");
+  }
+}
+
+size_t StoreServer::unauthenticated() const {
+  size_t n = 0;
+  for (const auto& [id, c] : conns_) n += c.rank < 0;
+  return n;
+}
+
+void StoreServer::evict_oldest_unauthenticated() {
+  for (auto& [id, c] : conns_) {
+    if (c.rank < 0) {  // ids grow with time: the first is the oldest
+      ++stats_.evicted;
+      conns_.erase(id);
+      return;
+    }
+  }
 }
 
 void StoreServer::accept_all() {
   while (true) {
     int fd = ::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) {
-      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        // Out of descriptors: free one (an idle foreign connection) and stop accepting briefly,
+        // instead of spinning on accept with a log line per failure.
+        ++stats_.fd_exhausted;
+        if (stats_.fd_exhausted == 1) {
+          GPUCOMM_LOG(warn, "bootstrap store: accept failed: "
+                                << std::strerror(errno)
+                                << "; closing idle connections and pausing accepts briefly (logged once)");
+        }
+        for (int i = 0; i < kEvictOnExhaustion; ++i) evict_oldest_unauthenticated();
+        accept_paused_until_ = Clock::now() + kAcceptPause;
+      } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED) {
         GPUCOMM_LOG(warn, "bootstrap store: accept failed: " << std::strerror(errno));
+      }
       return;
     }
+    ++stats_.accepted;
+    // A bounded number of connections may wait for their hello: a flood of idle ones pushes out
+    // the oldest, never a PE's (a PE sends its hello at once).
+    if (unauthenticated() >= kMaxUnauthenticated) evict_oldest_unauthenticated();
     set_nodelay(fd);
-    conns_[next_id_++].fd.reset(fd);
+    Conn& c = conns_[next_id_++];
+    c.fd.reset(fd);
+    c.hello_deadline = Clock::now() + kHelloDeadline;
   }
+}
+
+void StoreServer::drop_late_hellos() {
+  const auto now = Clock::now();
+  std::vector<int> late;
+  for (const auto& [id, c] : conns_)
+    if (c.rank < 0 && now >= c.hello_deadline) late.push_back(id);
+  for (int id : late) {
+    ++stats_.timed_out;
+    reject(id, 0, "sent no hello within " + std::to_string(kHelloDeadline.count()) + " s");
+  }
+}
+
+void StoreServer::reject(int id, uint64_t seq, const std::string& why) {
+  ++stats_.rejected;
+  if (stats_.rejected == 1) {
+    GPUCOMM_LOG(warn,
+                "bootstrap store: rejecting a connection: " << why << " (later rejections are counted, not logged)");
+  } else {
+    GPUCOMM_LOG(debug, "bootstrap store: rejecting a connection: " << why);
+  }
+  reply_error(id, seq, static_cast<int>(Errc::protocol), why);
+  drop(id, "was rejected");
 }
 
 bool StoreServer::read_conn(int id) {
   Conn& c = conns_[id];
   char buf[65536];
+  std::string gone;  // why the connection ended, once it did
   while (true) {
-    ssize_t r = ::recv(c.fd.get(), buf, sizeof buf, 0);
+    // Before its hello, a connection may send exactly one hello frame and nothing is buffered
+    // beyond it: a foreign client cannot make the store hold more than that.
+    size_t room = sizeof buf;
+    if (c.rank < 0) {
+      if (c.in.size() >= kHelloBytes) break;
+      room = kHelloBytes - c.in.size();
+    }
+    ssize_t r = ::recv(c.fd.get(), buf, room, 0);
     if (r > 0) {
       c.in.append(buf, static_cast<size_t>(r));
       continue;
     }
     if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
     if (r < 0 && errno == EINTR) continue;
-    // EOF or error: process what is buffered, then drop.
-    std::string why = r == 0 ? "closed its connection" : std::string("connection error: ") + std::strerror(errno);
-    drop(id, why);
-    return false;
+    gone = r == 0 ? "closed its connection" : std::string("connection error: ") + std::strerror(errno);
+    break;
   }
+  // What arrived before an EOF counts (a PE's abort notice, then its exit).
   while (conns_.count(id)) {
     Conn& cc = conns_[id];
     if (cc.in.size() < sizeof(wire::Header)) break;
@@ -134,10 +222,10 @@ bool StoreServer::read_conn(int id) {
     std::memcpy(&f.h, cc.in.data(), sizeof f.h);
     try {
       wire::validate(f.h, "bootstrap store");
+      if (cc.rank < 0 && (f.op() != Op::hello || f.h.key_len != 0 || f.h.payload_len != kHelloBytes - sizeof f.h))
+        raise(Errc::protocol, "bootstrap store", "the first message is not a hello of the exact size");
     } catch (const Error& e) {
-      GPUCOMM_LOG(warn, "bootstrap store: rejecting a connection: " << e.detail());
-      reply_error(id, f.h.seq, static_cast<int>(Errc::protocol), e.detail());
-      drop(id, "sent a malformed message");
+      reject(id, f.h.seq, e.detail());
       return false;
     }
     size_t total = sizeof f.h + f.h.key_len + f.h.payload_len;
@@ -147,6 +235,7 @@ bool StoreServer::read_conn(int id) {
     cc.in.erase(0, total);
     handle(id, f);
   }
+  if (!gone.empty()) drop(id, gone);
   return conns_.count(id) != 0;
 }
 
@@ -176,49 +265,55 @@ void StoreServer::drop(int id, const std::string& why) {
   bool orderly = it->second.said_bye;
   conns_.erase(it);
   if (rank >= 0 && !orderly)
-    fail_job("rank " + std::to_string(rank) + " " + why + " without finalizing (the process died or was killed)");
+    fail_job(rank, "rank " + std::to_string(rank) + " " + why + " without finalizing (the process died or was killed)");
 }
 
-void StoreServer::fail_job(const std::string& reason) {
+void StoreServer::fail_job(int rank, const std::string& reason) {
   if (!failure_.empty()) return;
   failure_ = reason;
+  failed_rank_ = rank;
   GPUCOMM_LOG(error, "bootstrap store: job failed: " << reason);
+  // The abort notice first, so that a PE has recorded the failure when its waiting request fails.
+  std::vector<int> ids;
+  for (auto& [id, c] : conns_)
+    if (c.rank >= 0 && !c.said_bye) ids.push_back(id);
+  for (int id : ids) send_abort(id);
   for (auto& [key, ws] : get_waiters_)
     for (auto& w : ws) reply_error(w.conn, w.seq, static_cast<int>(Errc::peer_failure), reason);
   get_waiters_.clear();
   for (auto& [key, g] : gathers_)
     for (auto& w : g.waiters) reply_error(w.conn, w.seq, static_cast<int>(Errc::peer_failure), reason);
   gathers_.clear();
-  std::vector<int> ids;
-  for (auto& [id, c] : conns_)
-    if (c.rank >= 0 && !c.said_bye) ids.push_back(id);
-  for (int id : ids) reply(id, Op::abort, 0, 0, "", reason);
-  // Ranks that are gone count as done, so the store can stop.
-  for (int r = 0; r < world_size_; ++r) rank_bye_[static_cast<size_t>(r)] = true;
+  // The store keeps serving until rank 0 shuts it down (at once, now that the job failed): PEs
+  // that connect late learn of the failure in the reply to their hello.
+  failed_.store(true, std::memory_order_release);
+}
+
+void StoreServer::send_abort(int id) {
+  reply(id, Op::abort, 0, failed_rank_ >= 0 ? static_cast<uint32_t>(failed_rank_) + 1 : 0, "", failure_);
 }
 
 void StoreServer::handle(int id, wire::Frame& f) {
   Conn& c = conns_[id];
   const uint64_t seq = f.h.seq;
   if (c.rank < 0) {
-    if (f.op() != Op::hello) {
-      reply_error(id, seq, static_cast<int>(Errc::protocol), "the first message must be hello");
-      drop(id, "skipped hello");
-      return;
-    }
     std::string why = check_hello(f, token_, world_size_);
     if (why.empty() && rank_seen_[static_cast<size_t>(f.h.rank)])
       why = "rank " + std::to_string(f.h.rank) + " connected twice (two processes with the same rank?)";
     if (!why.empty()) {
-      GPUCOMM_LOG(warn, "bootstrap store: rejecting a connection: " << why);
-      reply_error(id, seq, static_cast<int>(Errc::protocol), why);
-      drop(id, "was rejected");
+      reject(id, seq, why);
       return;
     }
     c.rank = f.h.rank;
     rank_seen_[static_cast<size_t>(c.rank)] = true;
     reply(id, Op::hello_ok, seq, 0, "", "");
-    if (!failure_.empty()) reply(id, Op::abort, 0, 0, "", failure_);
+    if (!failure_.empty()) send_abort(id);
+    return;
+  }
+  if (f.op() == Op::abort) {
+    // A PE failed the job: by itself (its own rank in aux) or relaying what it learned first.
+    fail_job(f.h.aux > 0 ? static_cast<int>(f.h.aux) - 1 : -1,
+             f.payload.empty() ? "rank " + std::to_string(c.rank) + " aborted" : f.payload);
     return;
   }
   if (!failure_.empty() && f.op() != Op::bye && f.op() != Op::query) {

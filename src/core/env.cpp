@@ -16,8 +16,8 @@ namespace {
 constexpr Variable kVariables[] = {
     {"GPUCOMM_LOG_LEVEL", "warn", "Log level: error, warn, info, debug or trace. Messages carry a rank prefix."},
     {"GPUCOMM_TIMEOUT", "120",
-     "Limit in seconds for every blocking wait, on host and device (0 disables). A wait that runs past it fails with a "
-     "record of who waited for what."},
+     "Limit in seconds for every blocking wait, on host and device (0 disables; otherwise at least 0.001). A wait that "
+     "runs past it fails with a record of who waited for what, and the PE aborts the job."},
     {"GPUCOMM_DEVICE", "auto",
      "PE kind: `auto` (a GPU PE when a GPU exists, else a host-memory PE), `gpu` (fail without a GPU) or `host` "
      "(host-memory PE even when GPUs exist)."},
@@ -46,6 +46,9 @@ constexpr Variable kVariables[] = {
      "job's identity)."},
     {"GPUCOMM_BOOTSTRAP_LISTEN_FD", "",
      "Internal: a listening socket inherited from `gpucomm run` that rank 0 serves the store on."},
+    {"GPUCOMM_LIFELINE", "",
+     "Internal: `FD:PID`, the PE's end of the lifeline socket `gpucomm run` (process PID) holds the other end of: "
+     "EOF fails the job; the launcher relays failures over it and the PE reports the first failure it knows of."},
     {"GPUCOMM_JOB_ID", "", "Job identity for the file rendezvous (default: from the launcher's own variables)."},
     {"GPUCOMM_HOSTNAME", "", "Overrides this process's node name, so one host can act as several nodes in tests."},
     {"GPUCOMM_BIN_DIR", "",
@@ -244,8 +247,15 @@ void warn_unknown_once() {
 }
 
 int64_t wait_timeout_ms() {
-  double s = get_double("GPUCOMM_TIMEOUT", 120.0);
-  if (s < 0) bad_value("GPUCOMM_TIMEOUT", std::to_string(s), "a non-negative number of seconds");
+  const double s = get_double("GPUCOMM_TIMEOUT", 120.0);
+  // 0 disables the limit; a positive value below 1 ms would round to 0 and disable it too.
+  if (!(s >= 0) || s > 1e9) {
+    bad_value("GPUCOMM_TIMEOUT", get_string("GPUCOMM_TIMEOUT", ""), "a number of seconds between 0.001 and 1e9");
+  }
+  if (s > 0 && s < 0.001) {
+    bad_value("GPUCOMM_TIMEOUT", get_string("GPUCOMM_TIMEOUT", ""),
+              "a usable limit: below 1 ms (0 disables the limit; the shortest limit is 0.001)");
+  }
   return static_cast<int64_t>(s * 1000.0);
 }
 

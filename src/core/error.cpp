@@ -8,6 +8,8 @@ namespace gpucomm {
 namespace {
 std::atomic<int> g_rank{-1};
 std::atomic<int> g_size{0};
+constinit thread_local bool t_any_error = false;
+constinit thread_local Errc t_last_error = Errc::internal;
 
 std::string compose(Errc code, const std::string& call, const std::string& detail, int rank) {
   std::ostringstream os;
@@ -38,6 +40,8 @@ const char* errc_name(Errc c) noexcept {
       return "out of memory";
     case Errc::internal:
       return "internal error";
+    case Errc::aborted:
+      return "aborted";
   }
   return "unknown";
 }
@@ -47,7 +51,15 @@ Error::Error(Errc code, std::string call, std::string detail, int rank)
       code_(code),
       call_(std::move(call)),
       detail_(std::move(detail)),
-      rank_(rank) {}
+      rank_(rank) {
+  t_any_error = true;
+  t_last_error = code;
+}
+
+bool last_error_on_this_thread(Errc* code) noexcept {
+  if (t_any_error) *code = t_last_error;
+  return t_any_error;
+}
 
 void raise(Errc code, const std::string& call, const std::string& detail) {
   throw Error(code, call, detail, process_rank());

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "gpucomm/core/error.hpp"
+#include "gpucomm/core/interrupt.hpp"
 #include "gpucomm/core/liveness.hpp"
 
 namespace gpucomm::detail {
@@ -21,7 +22,17 @@ inline void cpu_relax() {
 #endif
 }
 
-// `b` may be null (no job to watch: unit tests of the queues, agents without a runtime).
+// Raises `code` for a wait of this PE that failed by itself, after noting it with the job's
+// liveness (so that the PE aborts instead of finalizing).
+template <class Describe>
+[[noreturn]] void fail_wait(Errc code, const JobLiveness* b, Describe&& describe, const std::string& why) {
+  std::string what = describe();
+  if (b) b->note_local_failure(what + ": " + why);
+  raise(code, what, why);
+}
+
+// `b` may be null (no job to watch: unit tests of the queues, agents without a runtime). A
+// front end's interrupt check (gpucomm/core/interrupt.hpp) ends the wait with Errc::aborted.
 template <class Ready, class Describe>
 void host_wait(Ready&& ready, const JobLiveness* b, int64_t timeout_ms, Describe&& describe) {
   if (ready()) return;
@@ -40,16 +51,20 @@ void host_wait(Ready&& ready, const JobLiveness* b, int64_t timeout_ms, Describe
       // peer that did its part and then died): what was waited for wins over the failure.
       if (b && b->failed()) {
         if (ready()) return;
-        raise(Errc::peer_failure, describe(), "aborted: " + b->failure());
+        raise(Errc::peer_failure, describe(), "the job failed: " + b->failure());
+      }
+      if (interrupt_requested()) {
+        if (ready()) return;
+        fail_wait(Errc::aborted, b, describe, "interrupted by a signal while waiting");
       }
       if (timeout_ms > 0) {
         auto waited =
             std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
         if (waited >= timeout_ms) {
           if (ready()) return;
-          raise(Errc::timeout, describe(),
-                "timed out after " + std::to_string(waited / 1000.0).substr(0, 6) +
-                    " s (GPUCOMM_TIMEOUT sets the limit)");
+          fail_wait(Errc::timeout, b, describe,
+                    "timed out after " + std::to_string(waited / 1000.0).substr(0, 6) +
+                        " s (GPUCOMM_TIMEOUT sets the limit)");
         }
       }
     }

@@ -64,8 +64,11 @@ std::string describe_device_failure(const DeviceDiag& d, uint64_t heap_bytes) {
     case DeviceFault::aborted: {
       char secs[32];
       std::snprintf(secs, sizeof secs, "%.3f", static_cast<double>(d.elapsed_ns) / 1e9);
+      // The job-state word holds the first failed PE + 1, or 0xffffffff when no PE failed first.
+      const std::string first = d.seen == 0xfffffffeull ? std::string("the launcher is gone")
+                                                        : "PE " + std::to_string(d.seen) + " failed first";
       return where + op + (d.peer >= 0 ? " waiting for PE " + std::to_string(d.peer) : std::string()) + " on " + addr +
-             ": left after " + secs + " s because the job failed (PE " + std::to_string(d.seen) + " failed first)";
+             ": left after " + secs + " s because the job failed (" + first + ")";
     }
     case DeviceFault::none:
       break;

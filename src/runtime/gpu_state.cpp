@@ -60,6 +60,10 @@ void Runtime::gpu_init() {
   h.queue_per_warp = 0;
   h.flags = 0;
   gpu_ = std::move(g);
+  // From now on the thread that learns of the job's failure (the store's notice, a dead peer, the
+  // launcher's lifeline, this PE's abort) stores the failed PE's rank + 1 here, and every device
+  // wait of this PE leaves within milliseconds; release() unregisters it before freeing it.
+  bootstrap_->set_job_state_word(gpu_->job_state_host);
 }
 
 DeviceHandle Runtime::device_handle_checked(uint32_t version, size_t bytes) const {

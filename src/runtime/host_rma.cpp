@@ -4,6 +4,8 @@
 // GPU PEs go through gpu_rma.cpp (copies and small kernels on the runtime's stream).
 #include <atomic>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "core/host_wait.hpp"
 #include "gpu_kernels.hpp"
@@ -17,9 +19,11 @@
 
 namespace gpucomm {
 
+// Every operation on a PE checks, before anything indexes a per-PE table: the runtime is open
+// and the job has not failed (a put to a dead PE fails), then the PE, then the range.
 void Runtime::check_sym(const void* sym, size_t bytes, int pe, const char* op) const {
+  check_open(op);
   check_pe(pe, op);
-  if (!heap_) raise(Errc::internal, op, "the runtime has no symmetric heap");
   if (!heap_->contains(sym, bytes)) {
     raise_arg(op, "symmetric address",
               hex(sym) + " (+" + std::to_string(bytes) + " bytes) is not inside the symmetric heap [" +
@@ -51,8 +55,9 @@ proxy::Descriptor descriptor(proxy::Opcode op, int pe, int64_t remote, const voi
 }  // namespace
 
 void Runtime::put(void* dst, const void* src, size_t bytes, int pe) {
+  check_sym(dst, bytes, pe, "put");
+  GPUCOMM_CHECK_ARG(src != nullptr || bytes == 0, "put", "src", "is null");
   if (host_via_proxy(pe)) {
-    check_sym(dst, bytes, pe, "put");
     if (bytes)
       proxy_call(descriptor(proxy::Opcode::put, pe, static_cast<int64_t>(heap_->offset_of(dst)), src, bytes), "put");
     return;
@@ -63,8 +68,9 @@ void Runtime::put(void* dst, const void* src, size_t bytes, int pe) {
 }
 
 void Runtime::get(void* dst, const void* src, size_t bytes, int pe) {
+  check_sym(src, bytes, pe, "get");
+  GPUCOMM_CHECK_ARG(dst != nullptr || bytes == 0, "get", "dst", "is null");
   if (host_via_proxy(pe)) {
-    check_sym(src, bytes, pe, "get");
     if (bytes)
       proxy_call(descriptor(proxy::Opcode::get, pe, static_cast<int64_t>(heap_->offset_of(src)), dst, bytes), "get");
     return;
@@ -76,6 +82,7 @@ void Runtime::get(void* dst, const void* src, size_t bytes, int pe) {
 
 void Runtime::signal(uint64_t* sig, uint64_t value, SignalOp op, int pe) {
   check_sym(sig, sizeof(uint64_t), pe, "signal");
+  GPUCOMM_CHECK_ARG(is_valid(op), "signal", "op", std::to_string(static_cast<uint32_t>(op)) + " is not a SignalOp");
   GPUCOMM_CHECK_ARG(reinterpret_cast<uintptr_t>(sig) % alignof(uint64_t) == 0, "signal", "sig",
                     "is not 8-byte aligned");
   if (host_via_proxy(pe)) {
@@ -92,11 +99,13 @@ void Runtime::signal(uint64_t* sig, uint64_t value, SignalOp op, int pe) {
 }
 
 void Runtime::put_signal(void* dst, const void* src, size_t bytes, uint64_t* sig, uint64_t value, SignalOp op, int pe) {
+  check_sym(dst, bytes, pe, "put_signal");
+  check_sym(sig, sizeof(uint64_t), pe, "put_signal");
+  GPUCOMM_CHECK_ARG(reinterpret_cast<uintptr_t>(sig) % alignof(uint64_t) == 0, "put_signal", "sig",
+                    "is not 8-byte aligned");
+  GPUCOMM_CHECK_ARG(is_valid(op), "put_signal", "op", std::to_string(static_cast<uint32_t>(op)) + " is not a SignalOp");
+  GPUCOMM_CHECK_ARG(src != nullptr || bytes == 0, "put_signal", "src", "is null");
   if (host_via_proxy(pe)) {
-    check_sym(dst, bytes, pe, "put_signal");
-    check_sym(sig, sizeof(uint64_t), pe, "put_signal");
-    GPUCOMM_CHECK_ARG(reinterpret_cast<uintptr_t>(sig) % alignof(uint64_t) == 0, "put_signal", "sig",
-                      "is not 8-byte aligned");
     // One descriptor: the agent issues the signal once the data is complete at the target.
     auto d = descriptor(bytes ? proxy::Opcode::put_signal : proxy::Opcode::signal, pe,
                         static_cast<int64_t>(heap_->offset_of(dst)), bytes ? src : nullptr, bytes);
@@ -124,6 +133,7 @@ template <class T>
 T Runtime::wait_until(T* ivar, Cmp cmp, std::type_identity_t<T> value) {
   static_assert(std::is_integral_v<T>);
   remote(ivar, sizeof(T), rank_, "wait_until");
+  GPUCOMM_CHECK_ARG(is_valid(cmp), "wait_until", "cmp", std::to_string(static_cast<uint32_t>(cmp)) + " is not a Cmp");
   GPUCOMM_CHECK_ARG(reinterpret_cast<uintptr_t>(ivar) % alignof(T) == 0, "wait_until", "ivar", "is not aligned");
   if (gpu_) return gpu_wait_until(ivar, cmp, value);
   std::atomic_ref<T> word(*ivar);
@@ -140,6 +150,7 @@ T Runtime::wait_until(T* ivar, Cmp cmp, std::type_identity_t<T> value) {
 template <class T>
 bool Runtime::test(T* ivar, Cmp cmp, std::type_identity_t<T> value) {
   remote(ivar, sizeof(T), rank_, "test");
+  GPUCOMM_CHECK_ARG(is_valid(cmp), "test", "cmp", std::to_string(static_cast<uint32_t>(cmp)) + " is not a Cmp");
   if (gpu_) {
     T v;
     gpu_read(&v, ivar, sizeof v);
@@ -205,16 +216,19 @@ T Runtime::atomic_fetch_xor(T* dst, std::type_identity_t<T> value, int pe) {
 }
 
 void Runtime::fence() {
+  check_open("fence");
   if (gpu_) return gpu_sync("fence");
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 void Runtime::quiet() {
+  check_open("quiet");
   proxy_quiet();
   if (gpu_) return gpu_sync("quiet");
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
 void Runtime::barrier(const Team& team) {
+  check_open("barrier");
   GPUCOMM_CHECK_ARG(team.valid(), "barrier", "team", "is not a team this PE belongs to");
   quiet();
   Team::State& t = *team.state_;
@@ -222,14 +236,18 @@ void Runtime::barrier(const Team& team) {
   for (int m : t.members) reachable = reachable && heap_->peer_base(m) != nullptr;
   // GPU PEs: the device barrier of the team, unless some member is reached through UCX (the
   // bootstrap's barrier then).
-  if (gpu_ && reachable && !(gpu_->handle.flags & kHandleSetSignalsOnly)) return gpu_device_barrier(team);
   const bool direct = reachable && heap_->kind() == heap::MemoryKind::host;
-  if (direct) {
+  if (gpu_ && reachable && !(gpu_->handle.flags & kHandleSetSignalsOnly)) {
+    gpu_device_barrier(team);
+  } else if (direct) {
     host_barrier(t);
   } else {
     std::string group = "team" + std::to_string(t.id) + "/" + std::to_string(t.collective_seq++) + "/barrier";
     bootstrap_->gather(group, static_cast<int>(t.members.size()), t.my_index, "");
   }
+  // Every PE passed this barrier after a wait of this PE failed and the program caught it: the job
+  // is in step again, so finalize() need not abort for that failure.
+  if (static_cast<int>(t.members.size()) == size_) bootstrap_->forgive_local_failure();
 }
 
 // Dissemination barrier over the host heap's control blocks: in round k, PE i notifies PE
@@ -250,9 +268,39 @@ void Runtime::host_barrier(Team::State& t) {
                         return "rank " + std::to_string(rank_) + " barrier of team " + std::to_string(t.id) + " (" +
                                std::to_string(n) + " PEs), round " + std::to_string(round) + ": waiting for rank " +
                                std::to_string(from) + " (counter " + std::to_string(flag.load()) + ", expected " +
-                               std::to_string(epoch) + ")";
+                               std::to_string(epoch) + ")" +
+                               (bootstrap_->failed() ? std::string() : "; " + barrier_laggards(t, epoch));
                       });
   }
+}
+
+// Who holds a host barrier up, read from every member's counters: member j's round-r
+// notification raised the round-r counter of member j + 2^r to the epoch, so the members that
+// notified the fewest rounds are the ones stalled (those with none have not entered it). The PE
+// this PE waits for may itself be waiting for them: they are the ones to blame.
+std::string Runtime::barrier_laggards(const Team::State& t, uint64_t epoch) const {
+  auto* hh = static_cast<heap::HostHeap*>(heap_.get());
+  const int n = static_cast<int>(t.members.size());
+  int least = n;  // more than any number of rounds
+  std::vector<int> who;
+  for (int j = 0; j < n; ++j) {
+    if (j == t.my_index) continue;  // this PE is known to wait
+    int sent = 0;
+    for (int round = 0, dist = 1; dist < n; ++round, dist <<= 1, ++sent) {
+      const int to = t.members[static_cast<size_t>((j + dist) % n)];
+      if (mem::host_load(&hh->control(to)->barrier_flags[t.id][round], std::memory_order_acquire) < epoch) break;
+    }
+    if (sent < least) {
+      least = sent;
+      who.clear();
+    }
+    if (sent == least) who.push_back(t.members[static_cast<size_t>(j)]);
+  }
+  std::string ranks;
+  for (int r : who) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
+  if (who.empty()) return "no other member";
+  if (least == 0) return "stalled: rank(s) " + ranks + " did not enter the barrier";
+  return "stalled: rank(s) " + ranks + " entered it but did not get past round " + std::to_string(least);
 }
 
 #define GPUCOMM_INSTANTIATE(T)                                                                           \

@@ -4,9 +4,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <thread>
 
 #include "allocator_state.hpp"
 #include "bootstrap/rendezvous.hpp"
@@ -46,16 +48,47 @@ std::string random_hex(size_t bytes) {
 
 Runtime::Runtime() : Runtime(RuntimeOptions{}) {}
 
-Runtime::Runtime(const RuntimeOptions& opts) {
-  init(opts);
+Runtime::Runtime(const RuntimeOptions& opts) : uncaught_at_start_(std::uncaught_exceptions()) {
+  try {
+    init(opts);
+  } catch (const std::exception& e) {
+    // The others wait for this PE in the start-up's collectives: tell them at once.
+    abort(std::string("start-up failed: ") + e.what());
+    throw;
+  }
 }
 
 Runtime::~Runtime() {
   try {
-    finalize();
+    if (std::uncaught_exceptions() > uncaught_at_start_) {
+      // Leaving the runtime's scope by an exception: the others must not wait in finalize.
+      std::string local = bootstrap_ ? bootstrap_->local_failure() : std::string();
+      abort(local.empty() ? "an exception is unwinding through gpucomm::Runtime (the program's own report follows)"
+                          : local);
+    } else {
+      finalize();
+    }
   } catch (const std::exception& e) {
     GPUCOMM_LOG(error, "finalize: " << e.what());
   }
+}
+
+void Runtime::abort(const std::string& reason) {
+  if (finalized_) return;
+  aborted_ = reason.empty() ? std::string("aborted") : reason;
+  if (bootstrap_) {
+    // A peer's failure this PE saw first (a transport error naming the dead PE) reaches the job's
+    // record through the store or the launcher within milliseconds: wait for it (up to 1 s), so
+    // that the record names that PE and not this one.
+    Errc last{};
+    if (!bootstrap_->failed() && last_error_on_this_thread(&last) && last == Errc::peer_failure) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+      while (!bootstrap_->failed() && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    bootstrap_->abort(aborted_);  // does nothing once the job failed
+  }
+  release();
 }
 
 void Runtime::init(const RuntimeOptions& opts) {
@@ -116,14 +149,11 @@ void Runtime::init(const RuntimeOptions& opts) {
   kind_ = device_id_ >= 0 ? PeKind::gpu : PeKind::host;
   if (kind_ == PeKind::gpu) detail::activate_device(device_id_);
 
-  size_t heap_bytes =
-      opts.heap_bytes ? opts.heap_bytes : static_cast<size_t>(env::get_int("GPUCOMM_HEAP_SIZE", 128LL << 20));
-  // Every PE must agree on the heap kind: a job mixes GPU and host-memory PEs only by mistake.
-  if (auto d = bootstrap_->agree(kind_ == PeKind::gpu ? "gpu" : "host")) {
-    raise(Errc::unsupported, "Runtime",
-          "rank " + std::to_string(d.rank) + " is a " + d.value + " PE and this one a " +
-              (kind_ == PeKind::gpu ? "gpu" : "host") + " PE; set GPUCOMM_DEVICE the same way on every PE");
-  }
+  const int64_t heap_env = opts.heap_bytes ? 0 : env::get_int("GPUCOMM_HEAP_SIZE", 128LL << 20);
+  GPUCOMM_CHECK_ARG(opts.heap_bytes || heap_env > 0, "Runtime", "GPUCOMM_HEAP_SIZE",
+                    std::to_string(heap_env) + " is not a positive number of bytes");
+  const size_t heap_bytes = opts.heap_bytes ? opts.heap_bytes : static_cast<size_t>(heap_env);
+  agree_on_heap(heap_bytes);
   if (kind_ == PeKind::host) {
     heap_ = std::make_unique<heap::HostHeap>(*bootstrap_, node_of_, heap_bytes, job_tag_);
   } else {
@@ -145,6 +175,26 @@ void Runtime::init(const RuntimeOptions& opts) {
   GPUCOMM_LOG(info, "runtime ready: " << describe());
 }
 
+// Every PE must agree on the heap's kind (a job mixes GPU and host-memory PEs only by mistake)
+// and size (a put within this PE's heap would land outside a smaller one): checked in one
+// all-gather, naming the first PE that differs.
+void Runtime::agree_on_heap(size_t heap_bytes) {
+  const std::string kind = kind_ == PeKind::gpu ? "gpu" : "host";
+  const auto d = bootstrap_->agree(kind + " " + std::to_string(heap_bytes));
+  if (!d) return;
+  const size_t space = d.value.find(' ');
+  const std::string their_kind = d.value.substr(0, space);
+  if (their_kind != kind) {
+    raise(Errc::unsupported, "Runtime",
+          "rank " + std::to_string(d.rank) + " is a " + their_kind + " PE and this one a " + kind +
+              " PE; set GPUCOMM_DEVICE the same way on every PE");
+  }
+  raise_arg("Runtime", "GPUCOMM_HEAP_SIZE",
+            "rank " + std::to_string(d.rank) + " asked for a symmetric heap of " + d.value.substr(space + 1) +
+                " bytes, this PE for " + std::to_string(heap_bytes) +
+                " (GPUCOMM_HEAP_SIZE or RuntimeOptions::heap_bytes must be the same on every PE)");
+}
+
 Team Runtime::make_team(int slot, std::vector<int> members) {
   auto s = std::make_shared<Team::State>();
   s->id = slot;
@@ -161,16 +211,33 @@ Team Runtime::make_team(int slot, std::vector<int> members) {
 
 void Runtime::finalize() {
   if (finalized_) return;
-  finalized_ = true;
-  if (!bootstrap_) return;
+  if (!bootstrap_) {
+    finalized_ = true;
+    return;
+  }
+  // A PE out of step (one of its own waits failed) aborts: nobody would join its barrier.
+  if (!bootstrap_->failed() && !bootstrap_->local_failure().empty()) return abort(bootstrap_->local_failure());
   if (!bootstrap_->failed()) {
     try {
       quiet();
-    } catch (const std::exception& e) {  // a failed GPU still lets the others finalize
+    } catch (const std::exception& e) {  // a GPU that trapped still lets the others finalize
       GPUCOMM_LOG(error, "finalize: " << e.what());
     }
-    bootstrap_->barrier();
+    try {
+      bootstrap_->barrier();
+    } catch (const std::exception& e) {
+      GPUCOMM_LOG(error, "finalize: " << e.what());
+      if (!bootstrap_->failed()) {
+        aborted_ = std::string("finalize failed: ") + e.what();
+        bootstrap_->abort(aborted_);
+      }
+    }
   }
+  release();
+}
+
+void Runtime::release() {
+  finalized_ = true;
   world_ = Team();
   node_ = Team();
   try {
@@ -178,13 +245,22 @@ void Runtime::finalize() {
   } catch (const std::exception& e) {
     GPUCOMM_LOG(error, "finalize: stopping the proxy: " << e.what());
   }
+  if (bootstrap_) bootstrap_->set_job_state_word(nullptr);  // the word is freed with gpu_
   gpu_.reset();
   heap_.reset();
   alloc_.reset();
-  bootstrap_->finalize();
-  bootstrap_.reset();
+  if (bootstrap_) {
+    bootstrap_->finalize();  // waits for nobody once the job failed
+    bootstrap_.reset();
+  }
   bootstrap::mpi_finalize_if_ours();
   set_process_rank(-1, 0);
+}
+
+void Runtime::check_open(const char* op) const {
+  if (!aborted_.empty()) raise(Errc::aborted, op, "this PE's runtime was aborted: " + aborted_);
+  if (finalized_ || !heap_) raise(Errc::invalid_argument, op, "the runtime is finalized");
+  if (bootstrap_->failed()) raise(Errc::peer_failure, op, "the job failed: " + bootstrap_->failure());
 }
 
 int Runtime::node_of(int pe) const {
@@ -203,7 +279,10 @@ std::string Runtime::describe() const {
 }
 
 heap::SymmetricHeap& Runtime::heap() {
-  if (!heap_) raise(Errc::internal, "Runtime::heap", "the runtime is finalized");
+  if (!heap_) {
+    raise(aborted_.empty() ? Errc::invalid_argument : Errc::aborted, "Runtime::heap",
+          aborted_.empty() ? "the runtime is finalized" : "this PE's runtime was aborted: " + aborted_);
+  }
   return *heap_;
 }
 

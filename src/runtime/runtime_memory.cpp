@@ -17,35 +17,45 @@ void* Runtime::aligned_alloc(size_t alignment, size_t bytes) {
                     std::to_string(bytes) + " exceeds the symmetric heap of " + std::to_string(h.size()) +
                         " bytes (GPUCOMM_HEAP_SIZE)");
   size_t off = alloc_->allocator.allocate(bytes, alignment);
-  uint64_t call = alloc_->calls++;
-#ifdef GPUCOMM_CHECKED
-  // Checked builds verify that every PE made the same call (same size, same result).
-  struct Rec {
-    uint64_t bytes, alignment, offset;
-  } rec{bytes, alignment, off};
-  auto recs = bootstrap_->allgather(std::string(reinterpret_cast<const char*>(&rec), sizeof rec));
-  for (int r = 0; r < size_; ++r) {
-    Rec o;
-    std::memcpy(&o, recs[static_cast<size_t>(r)].data(), sizeof o);
-    if (o.bytes != rec.bytes || o.alignment != rec.alignment || o.offset != rec.offset) {
-      raise(Errc::invalid_argument, "Runtime::malloc",
-            "collective allocation #" + std::to_string(call) + " is not symmetric: this PE asked for " +
-                std::to_string(bytes) + " bytes (alignment " + std::to_string(alignment) + "), rank " +
-                std::to_string(r) + " for " + std::to_string(o.bytes) + " (alignment " + std::to_string(o.alignment) +
-                ")");
-    }
-  }
-#else
-  (void)call;
-#endif
+  const uint64_t call = alloc_->calls++;
+  check_symmetric_alloc(call, bytes, alignment, off);
   if (off == SIZE_MAX) {
     raise(Errc::out_of_memory, "Runtime::malloc",
           "no free range of " + std::to_string(bytes) + " bytes in the symmetric heap (" +
               std::to_string(alloc_->allocator.bytes_in_use()) + " of " + std::to_string(h.size()) +
               " bytes in use; GPUCOMM_HEAP_SIZE sets the size)");
   }
-  barrier_all();  // nobody writes into the new block before every PE has it
   return h.base() + off;
+}
+
+// Every PE made the same call (size, alignment) and its allocator placed the block at the same
+// offset: checked in every build, on the store's all-gather that is also the allocation's
+// barrier (nobody writes into the new block before every PE has it). On a mismatch every PE
+// gives its block back and raises, naming the first PE that differs.
+void Runtime::check_symmetric_alloc(uint64_t call, size_t bytes, size_t alignment, size_t offset) {
+  struct Rec {
+    uint64_t bytes, alignment, offset;
+  } rec{bytes, alignment, offset};
+  auto recs = bootstrap_->allgather(std::string(reinterpret_cast<const char*>(&rec), sizeof rec));
+  for (int r = 0; r < size_; ++r) {
+    Rec o{};
+    if (recs[static_cast<size_t>(r)].size() != sizeof o) raise(Errc::protocol, "Runtime::malloc", "malformed record");
+    std::memcpy(&o, recs[static_cast<size_t>(r)].data(), sizeof o);
+    if (o.bytes == rec.bytes && o.alignment == rec.alignment && o.offset == rec.offset) continue;
+    if (offset != SIZE_MAX) alloc_->allocator.release(offset);
+    if (o.bytes != rec.bytes || o.alignment != rec.alignment) {
+      raise_arg("Runtime::malloc", "bytes",
+                "collective allocation #" + std::to_string(call) + " is not symmetric: this PE asked for " +
+                    std::to_string(bytes) + " bytes (alignment " + std::to_string(alignment) + "), rank " +
+                    std::to_string(r) + " for " + std::to_string(o.bytes) + " (alignment " +
+                    std::to_string(o.alignment) + ")");
+    }
+    raise_arg("Runtime::malloc", "bytes",
+              "collective allocation #" + std::to_string(call) + " landed at heap offset " +
+                  (offset == SIZE_MAX ? std::string("none (heap full)") : std::to_string(offset)) + " here and at " +
+                  (o.offset == SIZE_MAX ? std::string("none (heap full)") : std::to_string(o.offset)) + " on rank " +
+                  std::to_string(r) + ": earlier allocations or frees differed between the PEs");
+  }
 }
 
 void* Runtime::malloc(size_t bytes) {

@@ -1,7 +1,5 @@
 // The bootstrap store with several PEs as threads of one process.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -12,6 +10,7 @@
 
 #include "gpucomm/bootstrap/bootstrap.hpp"
 #include "gpucomm/core/error.hpp"
+#include "loopback.hpp"
 
 namespace gpucomm::bootstrap {
 namespace {
@@ -35,19 +34,6 @@ void run_ranks(const UniqueId& id, int n, Fn fn) {
   }
   for (auto& t : ts) t.join();
   for (int r = 0; r < n; ++r) EXPECT_EQ(errors[static_cast<size_t>(r)], "") << "rank " << r;
-}
-
-int raw_connect(uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
 }
 
 }  // namespace
@@ -96,7 +82,7 @@ TEST(Store, WrongTokenIsRejected) {
 TEST(Store, ForeignAndMalformedMessagesAreRejected) {
   UniqueId id = UniqueId::create();
   Bootstrap rank0(id, 0, 2);
-  int fd = raw_connect(id.port);
+  int fd = testing::loopback_connect(id.port);
   ASSERT_GE(fd, 0);
   const char junk[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n........................................";
   ASSERT_GT(::send(fd, junk, sizeof junk, 0), 0);

@@ -41,8 +41,8 @@ def test_hung_job_is_stopped_by_timeout(run_gpucomm):
 
 
 @pytest.mark.parametrize("scenario,victim,where", [
-    ("die-in-barrier", 2, "barrier of team 0"),
-    ("die-in-wait", 1, "wait_until("),
+    ("die-in-barrier", 2, "barrier"),  # in its wait, or entering it after the death
+    ("die-in-wait", 1, "wait_until"),
 ])
 def test_dead_pe_makes_the_others_fail_fast_with_its_name(run_gpucomm, pe_program, scenario, victim, where):
     start = time.monotonic()
@@ -55,17 +55,25 @@ def test_dead_pe_makes_the_others_fail_fast_with_its_name(run_gpucomm, pe_progra
     survivors = [x for x in range(4) if x != victim]
     for rank in survivors:
         line = next((l for l in r.stderr.splitlines() if l.startswith(f"[{rank}] PE ERROR")), "")
-        assert where in line and f"rank {victim} closed its connection" in line, r.stderr
+        # The store's notice (its connection closed) or, when the store is slow to see the EOF, the
+        # launcher's relay of the death: either way the dead PE, never a survivor, is named.
+        named = f"rank {victim} closed its connection" in line or f"rank {victim} was killed by SIGKILL" in line
+        # A slow survivor may still be in the barrier before the wait when the victim (already past
+        # it) dies: it fails there, naming the victim all the same.
+        assert (where in line or "barrier" in line) and named, r.stderr
 
 
-def test_pe_dying_before_bootstrap_is_reported_within_the_timeout(run_gpucomm, pe_program):
+def test_pe_dying_before_bootstrap_is_reported_at_once(run_gpucomm, pe_program):
+    # The store never heard of rank 3; the launcher relays its death over the lifelines.
     start = time.monotonic()
     r = run_gpucomm("run", "-n", "4", "--tag-output", "--kill-grace", "60", "--", pe_program, "die-before-init", "0",
-                    "3", env={**HOST, "GPUCOMM_TIMEOUT": "3"})
+                    "3", env={**HOST, "GPUCOMM_TIMEOUT": "30"})
     elapsed = time.monotonic() - start
-    assert r.returncode != 0
-    assert elapsed < 15, f"took {elapsed:.1f} s"
-    assert "missing member index(es): 3" in r.stderr
+    assert r.returncode == 128 + 9
+    assert elapsed < 10, f"took {elapsed:.1f} s"
+    for rank in range(3):
+        line = next((l for l in r.stderr.splitlines() if l.startswith(f"[{rank}] PE ERROR")), "")
+        assert "rank 3 was killed by SIGKILL" in line, r.stderr
 
 
 def test_wait_timeout_reports_who_waited_for_what(run_gpucomm, pe_program):

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gpucomm/gpucomm.hpp"
@@ -288,6 +289,8 @@ int main(int argc, char** argv) {
       *s = 7;
       rt.barrier_all();
       if (rt.rank() == 0) rt.wait_until<uint64_t>(s, Cmp::ge, 9);
+      // The others' barrier would time out as early: rank 0's timeout must be the first failure.
+      if (rt.rank() != 0) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
       rt.barrier_all();
     } else if (scenario == "bad-input") {
       auto* s = rt.alloc<uint64_t>(4);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <random>
 #include <string>
 
@@ -23,4 +24,13 @@ std::string seed_note(uint64_t seed);
   do {                                                                              \
     int have_ = ::gpucomm::testing::gpu_count();                                    \
     if (have_ < (n)) GTEST_SKIP() << "needs " << (n) << " GPU(s), found " << have_; \
+  } while (0)
+
+// Skips the current test with the reason under compute-sanitizer (scripts/run_under_sanitizer.py
+// sets GPUCOMM_UNDER_SANITIZER=TOOL): for tests that need concurrent kernels (the tools serialize
+// kernels) or that trap on purpose (the tools report every trap).
+#define GPUCOMM_SKIP_UNDER_SANITIZER(reason)                                   \
+  do {                                                                         \
+    if (const char* tool_ = std::getenv("GPUCOMM_UNDER_SANITIZER"))            \
+      GTEST_SKIP() << "under compute-sanitizer " << tool_ << ": " << (reason); \
   } while (0)

@@ -129,7 +129,8 @@ struct DeviceHandle {
   char* const* peer_bases;  // device array [size]: each PE's user part as mapped here, or nullptr
   DeviceDiag* diag;         // host-mapped, for failures
   // Host-mapped word, 0 while the job is healthy; the runtime stores the failed PE's rank + 1
-  // when the job fails, and every device wait polls it with its timeout check. May be null.
+  // (0xffffffff when no PE failed first: the launcher is gone) when the job fails, and every
+  // device wait polls it with its timeout check. May be null.
   const uint32_t* job_state;
   uint64_t timeout_ns;  // 0: waits never time out
   // Proxy routing (gpucomm/proxy): one-sided operations to a PE go through a descriptor queue

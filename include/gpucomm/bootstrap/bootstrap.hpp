@@ -1,7 +1,8 @@
 #pragma once
 // Bootstrap without MPI: rank 0 serves a TCP store (key-value, gathers, barriers); every PE,
 // rank 0 included, connects to it with the job's unique id. The connection doubles as the
-// job's liveness channel: when a PE dies, the others learn it from failed()/failure().
+// job's liveness channel: when a PE dies or aborts, the others learn it from failed()/failure()
+// (under `gpucomm run` also through the launcher's lifeline).
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,7 +47,23 @@ class Bootstrap final : public JobLiveness {
 
   bool failed() const override;
   std::string failure() const override;
-  // Barrier, then an orderly goodbye; rank 0 keeps serving until every PE said goodbye.
+  // The PE that failed first (-1: none, or not known: the launcher is gone).
+  int failed_rank() const;
+  void note_local_failure(const std::string& what) const override;
+  // What failed on this PE by itself (a wait that timed out or was interrupted), "" if nothing.
+  std::string local_failure() const;
+  // A barrier of every PE completed after that failure (the program caught it and the job is in
+  // step again): finalize() need not abort for it.
+  void forgive_local_failure();
+  // Fails the job now: every PE learns "rank R aborted: reason" at once (through the store and
+  // the launcher). Does not wait; a later finalize() does not wait either.
+  void abort(const std::string& reason);
+  // The host-mapped word GPU kernels poll (DeviceHandle::job_state): set to the first failed PE's
+  // rank + 1 (0xffffffff when no PE failed first: the launcher is gone) from the thread that
+  // learns of the failure. nullptr unregisters it; unregister before freeing it.
+  void set_job_state_word(uint32_t* word);
+  // Barrier, then an orderly goodbye; rank 0 keeps serving until every PE said goodbye. Once the
+  // job failed, or after a local failure (which it turns into an abort), it waits for nobody.
   void finalize();
 
  private:
@@ -55,6 +72,7 @@ class Bootstrap final : public JobLiveness {
   int rank_;
   int size_;
   uint64_t collective_seq_ = 0;
+  int64_t shutdown_wait_ms_ = 60000;
   bool finalized_ = false;
   std::string how_;
 };

@@ -16,6 +16,8 @@ enum class Errc {
   unsupported,       // the operation is not available here (no GPU, no MPI, ...)
   out_of_memory,     // an allocation (heap, queue) is exhausted
   internal,          // a broken invariant inside gpucomm
+  aborted,           // this PE's runtime was aborted (Runtime::abort, an interrupt): nothing works any more
+  last = aborted,
 };
 
 const char* errc_name(Errc c) noexcept;
@@ -41,6 +43,10 @@ class Error : public std::runtime_error {
 [[noreturn]] void raise_errno(const std::string& call, int err, const std::string& detail = {});
 // Throws Errc::invalid_argument naming the argument.
 [[noreturn]] void raise_arg(const std::string& call, const std::string& arg, const std::string& why);
+
+// The code of the last gpucomm::Error created on this thread, if any: while an exception unwinds
+// (where it cannot be caught), the runtime tells from it whether a peer's failure caused it.
+bool last_error_on_this_thread(Errc* code) noexcept;
 
 // The rank used in error and log prefixes of this process (-1 until the runtime knows it).
 void set_process_rank(int rank, int size) noexcept;

@@ -13,6 +13,10 @@ class JobLiveness {
   virtual bool failed() const = 0;
   // Why, naming the PE that failed first.
   virtual std::string failure() const = 0;
+  // A wait of this PE failed by itself (timed out, interrupted): the PE is out of step with the
+  // others, so it must abort the job instead of finalizing it. Waits call it before they raise;
+  // it records and returns (thread-safe; the first note is kept).
+  virtual void note_local_failure(const std::string& /*what*/) const {}
 };
 
 }  // namespace gpucomm

@@ -2,7 +2,10 @@
 // gpucomm's runtime: one object per process (PE). Construction bootstraps the job (collective
 // over all PEs), picks the PE kind (a GPU PE drives one GPU; a host-memory PE uses no GPU),
 // and creates the symmetric heap; destruction finalizes (collective). Host-side one-sided
-// operations work on symmetric addresses returned by malloc/calloc.
+// operations work on symmetric addresses returned by malloc/calloc. Failure semantics
+// (ARCHITECTURE.md, "Failure semantics"): a PE whose start-up fails, that is destroyed while an
+// exception unwinds, or one of whose waits failed, aborts the job instead of finalizing it, and
+// once the job failed nothing waits for anybody.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -95,9 +98,22 @@ class Runtime {
   // The symmetric heap: shared host memory on host-memory PEs, device memory on GPU PEs
   // (addresses of GPU PEs' heaps are device addresses: use them in kernels and copies).
   heap::SymmetricHeap& heap();
-  // True once the job failed (another PE died or the store vanished); failure() says why.
+  // Keeps this PE's heap memory mapped (not its use for communication) after the runtime is
+  // closed, as long as the returned object lives: views of symmetric memory (Python arrays) hold
+  // one, so using them after close() reads stale memory instead of crashing.
+  std::shared_ptr<const void> heap_lease() const { return heap_; }
+  // True once the job failed (another PE died or aborted, the store or the launcher vanished);
+  // failure() says why, naming the PE that failed first.
   bool failed() const;
   std::string failure() const;
+  // Fails the whole job now (every PE learns "rank R aborted: reason" within milliseconds, its
+  // waits leave, kernels waiting on the device too) and closes this runtime without waiting for
+  // anybody: later operations raise Errc::aborted. Not collective; does nothing once closed, and
+  // names nobody new once the job failed (after a peer failure this thread raised, it first
+  // gives the job's record up to 1 s to name that peer).
+  void abort(const std::string& reason);
+  // True after abort() (called, or done by the destructor or a failed start-up).
+  bool aborted() const { return !aborted_.empty(); }
   // The transport in force and the path to each PE.
   TransportInfo transport_info() const;
 
@@ -220,15 +236,20 @@ class Runtime {
 
  private:
   void init(const RuntimeOptions& opts);
+  void agree_on_heap(size_t heap_bytes);
   void finalize();
+  void release();                         // frees everything without waiting (finalize's end, abort)
+  void check_open(const char* op) const;  // raises once closed, aborted or the job failed
   void check_sym(const void* sym, size_t bytes, int pe, const char* op) const;  // PE and heap range
   char* remote(const void* sym, size_t bytes, int pe, const char* op) const;    // ... and the mapping
   template <class T>
   T host_atomic(AtomicOp op, const T* dst, T a, T b, int pe, const char* name);
+  void check_symmetric_alloc(uint64_t call, size_t bytes, size_t alignment, size_t offset);
   void check_pe(int pe, const char* op) const;
   Team make_team(int slot, std::vector<int> members);
   void reset_team_slot(Team::State& s);  // device_team.cpp
   void host_barrier(Team::State& t);
+  std::string barrier_laggards(const Team::State& t, uint64_t epoch) const;  // who holds a barrier up
   // GPU PEs (gpu_rma.cpp)
   void gpu_init();
   void gpu_sync(const char* op);  // waits for the host-operation stream; raises with the device record
@@ -250,7 +271,7 @@ class Runtime {
   void proxy_quiet();
 
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
-  std::unique_ptr<heap::SymmetricHeap> heap_;
+  std::shared_ptr<heap::SymmetricHeap> heap_;  // shared with heap_lease() holders
   struct GpuState;
   std::unique_ptr<GpuState> gpu_;
   struct AllocatorState;
@@ -267,6 +288,8 @@ class Runtime {
   std::shared_ptr<std::atomic<uint64_t>> team_slots_;
   int64_t timeout_ms_ = 0;
   bool finalized_ = false;
+  std::string aborted_;        // the reason, once aborted
+  int uncaught_at_start_ = 0;  // std::uncaught_exceptions() when constructed
 };
 
 }  // namespace gpucomm

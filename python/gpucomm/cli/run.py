@@ -19,11 +19,14 @@ def register(sub) -> None:
     p = sub.add_parser(
         "run", help="start N local PEs of a program",
         description="Start N PEs of PROGRAM on this host. Each gets GPUCOMM_RANK, GPUCOMM_SIZE, the job's "
-                    "unique id and a GPU (round robin) if GPUs exist. If one PE fails, the others get "
-                    "--kill-grace seconds to exit, then are stopped. The exit code is the first failing "
-                    "PE's (128+N for a signal), 0 if all succeed; 2 for a usage error, 126 for a PROGRAM "
-                    "that is not executable, 127 for one that is not found. The PEs' output is passed on "
-                    "whole lines at a time, so lines of different PEs never mix.")
+                    "unique id, a lifeline to this launcher (if gpucomm run dies, the job fails) and a GPU "
+                    "(round robin) if GPUs exist. If one PE fails, gpucomm run names the PE that failed first "
+                    "and tells the others, which get --kill-grace seconds to exit (a stopped PE is killed at "
+                    "once), then are stopped. The exit code is the status of the PE that failed first (its "
+                    "exit code, or 128+N when signal N killed it), 124 when --timeout stopped the job, 128+N "
+                    "when gpucomm run received signal N, 0 when every PE succeeded; 2 for a usage error, 126 "
+                    "for a PROGRAM that is not executable, 127 for one that is not found. The PEs' output is "
+                    "passed on whole lines at a time, so lines of different PEs never mix.")
     p.add_argument("-n", "--np", dest="nprocs", type=_args.positive_int, required=True, metavar="N",
                    help="number of PEs (at least 1)")
     p.add_argument("--tag-output", action="store_true", help="prefix every output line with [rank]")

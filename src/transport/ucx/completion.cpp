@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "gpucomm/bootstrap/bootstrap.hpp"
 #include "gpucomm/core/env.hpp"
@@ -163,7 +164,15 @@ void UcxRemote::fail_peer(Peer& p, const std::string& why, uint64_t extra_lost) 
 
 void UcxRemote::raise_failed(const Peer& p, const char* call) const {
   // When the job failed, the PE that died is named there; this peer may only have gone down
-  // with it.
+  // with it (a healthy PE's endpoint can time out while the transport reacts to a death). The
+  // store or the launcher records a death within milliseconds: give the record up to 1 s, once,
+  // so that the error names the dead PE and not a survivor.
+  if (!bootstrap_->failed() && !waited_for_verdict_) {
+    waited_for_verdict_ = true;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (!bootstrap_->failed() && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   std::string detail = bootstrap_->failed() ? "the job failed: " + bootstrap_->failure() + "; " : "";
   detail += "PE " + std::to_string(p.pe) + " failed: " + p.failure;
   if (p.lost > 0) detail += "; " + std::to_string(p.lost) + " operation(s) to it will never complete";

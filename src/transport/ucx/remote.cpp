@@ -264,7 +264,10 @@ void UcxRemote::launch(Op* op, Peer& p, ucs_status_ptr_t sp, const char* call) {
 
 void UcxRemote::raise_send_error(Peer& p, const char* call, ucs_status_t s) {
   Errc code = errc_for(s);
-  if (code == Errc::peer_failure) fail_peer(p, std::string(call) + " failed: " + status_text(s), 0);
+  if (code == Errc::peer_failure) {
+    fail_peer(p, std::string(call) + " failed: UCX reports " + status_text(s), 0);
+    raise_failed(p, call);  // names the job's first failure when there is one
+  }
   raise(code, who(call, p.pe), "UCX reports " + status_text(s));
 }
 

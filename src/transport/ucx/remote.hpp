@@ -109,6 +109,7 @@ class UcxRemote final : public Remote {
   void close_endpoints(bool graceful);
 
   bootstrap::Bootstrap* bootstrap_;
+  mutable bool waited_for_verdict_ = false;  // raise_failed gave the job's record its one chance
   int rank_;
   int size_;
   bool on_device_;
