@@ -8,67 +8,12 @@
 #include <vector>
 
 #include "coll_check.hpp"
-#include "gpucomm/collectives/collectives_device.cuh"
 
 namespace coll_check {
 
 enum class Level { warp, block, grid };
 inline const char* level_name(Level l) {
   return l == Level::warp ? "warp" : l == Level::block ? "block" : "grid";
-}
-
-// One kernel per element type, cooperation level and operation (a kernel holding every level and
-// operation is too large for ptxas to handle in bounded memory).
-template <class T, Level L, CollOp Op>
-__global__ void k_collective(DeviceHandle h, CollHandle ch, const T* send, T* recv, size_t count, RedOp red, int root,
-                             Algorithm a) {
-  auto body = [&](auto c) {
-    if constexpr (Op == CollOp::barrier) {
-      coll::device::barrier(c, h, ch, a);
-    } else if constexpr (Op == CollOp::broadcast) {
-      coll::device::broadcast(c, h, ch, send, recv, count, root, a);
-    } else if constexpr (Op == CollOp::reduce) {
-      coll::device::reduce(c, h, ch, send, recv, count, red, root, a);
-    } else if constexpr (Op == CollOp::allreduce) {
-      coll::device::allreduce(c, h, ch, send, recv, count, red, a);
-    } else if constexpr (Op == CollOp::allgather) {
-      coll::device::allgather(c, h, ch, send, recv, count, a);
-    } else if constexpr (Op == CollOp::reduce_scatter) {
-      coll::device::reduce_scatter(c, h, ch, send, recv, count, red, a);
-    } else if constexpr (Op == CollOp::alltoall) {
-      coll::device::alltoall(c, h, ch, send, recv, count, a);
-    }
-  };
-  if constexpr (L == Level::warp) {
-    if (blockIdx.x == 0 && threadIdx.x < 32) body(coop::Warp{});
-  } else if constexpr (L == Level::block) {
-    if (blockIdx.x == 0) body(coop::Block{});
-  } else {
-    body(Grid{});
-  }
-}
-
-template <class T>
-using CollKernel = void (*)(DeviceHandle, CollHandle, const T*, T*, size_t, RedOp, int, Algorithm);
-
-template <class T, Level L>
-CollKernel<T> kernel_of(CollOp op) {
-  switch (op) {
-    case CollOp::barrier:
-      return k_collective<T, L, CollOp::barrier>;
-    case CollOp::broadcast:
-      return k_collective<T, L, CollOp::broadcast>;
-    case CollOp::reduce:
-      return k_collective<T, L, CollOp::reduce>;
-    case CollOp::allreduce:
-      return k_collective<T, L, CollOp::allreduce>;
-    case CollOp::allgather:
-      return k_collective<T, L, CollOp::allgather>;
-    case CollOp::reduce_scatter:
-      return k_collective<T, L, CollOp::reduce_scatter>;
-    default:
-      return k_collective<T, L, CollOp::alltoall>;
-  }
 }
 
 // Device memory with guard bytes, `shift` bytes off 16-byte alignment.
@@ -118,22 +63,25 @@ struct DeviceMem {
   }
 };
 
-template <class T>
-void launch_level(Level level, const DeviceHandle& h, const CollHandle& ch, CollOp op, const void* send, void* recv,
-                  size_t count, RedOp red, int root, Algorithm a, unsigned blocks, cudaStream_t s) {
-  const auto* sp = static_cast<const T*>(send);
-  auto* rp = static_cast<T*>(recv);
-  if (level == Level::grid) {
-    launch_grid(kernel_of<T, Level::grid>(op), blocks, 256, 0, s, h, ch, sp, rp, count, red, root, a);
-  } else {
-    const CollKernel<T> k = level == Level::warp ? kernel_of<T, Level::warp>(op) : kernel_of<T, Level::block>(op);
-    k<<<1, level == Level::warp ? 32 : 256, 0, s>>>(h, ch, sp, rp, count, red, root, a);
-    DeviceMem::check(cudaGetLastError(), "launching k_collective");
-  }
+// The test kernels live in coll_kernels_<type>.cu (objects per element type and level, compiled once
+// for both test programs): every level and operation for f32; block level for the other types
+// (their arithmetic differs, the cooperation code does not).
+void launch_level_f32(Level level, const DeviceHandle& h, const CollHandle& ch, CollOp op, const void* send, void* recv,
+                      size_t count, RedOp red, int root, Algorithm a, unsigned blocks, cudaStream_t s);
+void launch_level_bf16(Level level, const DeviceHandle& h, const CollHandle& ch, CollOp op, const void* send,
+                       void* recv, size_t count, RedOp red, int root, Algorithm a, unsigned blocks, cudaStream_t s);
+void launch_level_i64(Level level, const DeviceHandle& h, const CollHandle& ch, CollOp op, const void* send, void* recv,
+                      size_t count, RedOp red, int root, Algorithm a, unsigned blocks, cudaStream_t s);
+void launch_level_e4m3(Level level, const DeviceHandle& h, const CollHandle& ch, CollOp op, const void* send,
+                       void* recv, size_t count, RedOp red, int root, Algorithm a, unsigned blocks, cudaStream_t s);
+// launch_grid with the f32 grid-level barrier kernel (the refusal test asks for too many blocks).
+void launch_grid_barrier_f32(unsigned blocks, const DeviceHandle& h, const CollHandle& ch);
+inline bool level_has_type(Level level, DataType dt) {
+  return level == Level::block || dt == DataType::f32;
 }
 
-// The operations (barrier to alltoall) at every level on one type per element size, against the
-// reference; counts 1, 37 and 3000; each algorithm that implements the operation.
+// The operations (barrier to alltoall) at every level for f32 and at block level for one more type
+// per element size, against the reference; counts 1, 37 and 3000; each algorithm that implements the operation.
 inline int run_levels(Runtime& rt, Collectives& coll, uint64_t seed, unsigned grid_blocks) {
   const Team& team = rt.world();
   const CollHandle ch = coll.handle(team);
@@ -148,6 +96,7 @@ inline int run_levels(Runtime& rt, Collectives& coll, uint64_t seed, unsigned gr
       const auto op = static_cast<CollOp>(o);
       for (Algorithm a : algorithms_of(op, t)) {
         for (DataType dt : {DataType::bf16, DataType::f32, DataType::i64, DataType::f8e4m3}) {
+          if (!level_has_type(level, dt)) continue;
           for (uint64_t count : {uint64_t{1}, uint64_t{37}, uint64_t{3000}}) {
             Case c{op,    a,     dt,    reduces(op) ? redops_of(dt)[idx % redops_of(dt).size()] : RedOp::sum,
                    count, false, false, 0};
@@ -166,21 +115,11 @@ inline int run_levels(Runtime& rt, Collectives& coll, uint64_t seed, unsigned gr
             auto recv = mem.alloc(p.recv_elems * type_size(dt), 0);
             send.write(mine);
             const std::vector<uint8_t> before = recv.read();
-            switch (type_size(dt)) {
-              case 1:
-                launch_level<__nv_fp8_e4m3>(level, h, ch, op, send.data(), recv.data(), count, c.redop, p.root, a,
-                                            blocks, s);
-                break;
-              case 2:
-                launch_level<__nv_bfloat16>(level, h, ch, op, send.data(), recv.data(), count, c.redop, p.root, a,
-                                            blocks, s);
-                break;
-              case 4:
-                launch_level<float>(level, h, ch, op, send.data(), recv.data(), count, c.redop, p.root, a, blocks, s);
-                break;
-              default:
-                launch_level<int64_t>(level, h, ch, op, send.data(), recv.data(), count, c.redop, p.root, a, blocks, s);
-            }
+            const auto launch = type_size(dt) == 1   ? launch_level_e4m3
+                                : type_size(dt) == 2 ? launch_level_bf16
+                                : type_size(dt) == 4 ? launch_level_f32
+                                                     : launch_level_i64;
+            launch(level, h, ch, op, send.data(), recv.data(), count, c.redop, p.root, a, blocks, s);
             const cudaError_t e = cudaStreamSynchronize(s);
             if (e != cudaSuccess) {
               coll.check_device();

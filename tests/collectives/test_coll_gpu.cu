@@ -110,9 +110,7 @@ TEST(CollGpu, GridLaunchRefusesBlocksThatCannotBeResident) {
   Collectives coll(rt);
   const CollHandle ch = coll.handle(rt.world());
   try {
-    launch_grid(k_collective<float, Level::grid, CollOp::barrier>, 1u << 20, 256, 0, nullptr, rt.device_handle(), ch,
-                static_cast<const float*>(nullptr), static_cast<float*>(nullptr), size_t{0}, RedOp::sum, -1,
-                Algorithm::automatic);
+    launch_grid_barrier_f32(1u << 20, rt.device_handle(), ch);
     FAIL() << "launch_grid accepted 2^20 blocks";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), Errc::invalid_argument);
