@@ -174,7 +174,7 @@ std::set<std::string> candidate_sockets(int* dirs_unreadable) {
       const std::string sub = base + "/" + e->d_name;
       DIR* s = ::opendir(sub.c_str());
       if (!s) {
-        ++*dirs_unreadable;  // another user's (mode 0700), or gone already
+        ++*dirs_unreadable;            // another user's (mode 0700), or gone already
         out.insert(sub + "/fd.sock");  // try it anyway
         continue;
       }
