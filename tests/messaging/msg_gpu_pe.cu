@@ -110,7 +110,7 @@ void scenario_device(Runtime& rt) {
 }
 
 __global__ void fill_plain(char* b, size_t n, uint32_t key) {
-  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
     b[i] = static_cast<char>(pat(key, i));
 }
 

@@ -273,11 +273,11 @@ TEST_F(MsgGpu, ProbesCancelProcNullEvents) {
 }
 
 __global__ void fill_kernel(char* b, size_t n, uint32_t key) {
-  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
     b[i] = static_cast<char>(pat(key, i));
 }
 __global__ void check_kernel(const char* b, size_t n, uint32_t key, const msg::Status* st, Report* rep) {
-  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
     DCHECK(rep, static_cast<uint8_t>(b[i]) == pat(key, i), 0, 0, i, pat(key, i));
   if (blockIdx.x == 0 && threadIdx.x == 0) DCHECK(rep, st->bytes == n && st->error == 0, 1, st->error, st->bytes, n);
 }
