@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -155,6 +156,13 @@ def rewrite_results_md():
     (ROOT / "bench" / "RESULTS.md").write_text("\n".join(lines) + "\n")
 
 
+def machine_paths_removed(text):
+    """Paths of the machine that ran the check become relative to the repository root ($TMPDIR for the
+    temporary folders): results name no machine's folders."""
+    text = text.replace(str(ROOT) + "/", "")
+    return re.sub(r"/tmp/[\w.-]+/", "$TMPDIR/", text)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("summary", nargs="?")
@@ -167,7 +175,7 @@ def main():
         return
     if not a.machine:
         ap.error("MACHINE is required with SUMMARY")
-    s = json.loads(Path(a.summary).read_text())
+    s = json.loads(machine_paths_removed(Path(a.summary).read_text()))
     s["command"] = a.command
     dest = RESULTS / a.machine / f"gpu-check-{s['date'].replace(':', '')}.json"
     dest.parent.mkdir(parents=True, exist_ok=True)
