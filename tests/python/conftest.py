@@ -32,6 +32,9 @@ def build() -> Path:
 def gpucomm_env(build):
     env = dict(os.environ)
     env["PYTHONPATH"] = str(build / "python") + os.pathsep + env.get("PYTHONPATH", "")
+    # A PE that crashes prints its Python stack, and what it printed before is not lost in a buffer.
+    env["PYTHONFAULTHANDLER"] = "1"
+    env["PYTHONUNBUFFERED"] = "1"
     for k in list(env):
         if k.startswith("GPUCOMM_") and k not in ("GPUCOMM_BUILD_DIR", "GPUCOMM_TEST_SEED"):
             del env[k]
