@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <charconv>
 #include <cstdlib>
 
@@ -23,7 +24,9 @@ struct Bootstrap::Impl {
   JobFailure failure;
   std::unique_ptr<StoreServer> server;
   std::unique_ptr<StoreClient> client;
-  Lifeline* lifeline = nullptr;  // under gpucomm run
+  // Under gpucomm run (a process-wide object that outlives this one). Atomic: the failure
+  // listener reads it on the store client's thread while finalize() clears it.
+  std::atomic<Lifeline*> lifeline{nullptr};
 };
 
 namespace {
@@ -71,10 +74,12 @@ Bootstrap::Bootstrap(const UniqueId& id, int rank, int size)
   // launcher (which then names the right PE); a failure the store reported needs neither.
   impl_->failure.add_listener([this](int first, const std::string& why, FailureSource from) {
     if (from == FailureSource::store) {
-      if (impl_->lifeline) impl_->lifeline->report(first, why);
+      if (Lifeline* l = impl_->lifeline.load(std::memory_order_acquire)) l->report(first, why);
       return;
     }
-    if (from == FailureSource::local && impl_->lifeline) impl_->lifeline->report(first, why);
+    if (Lifeline* l = impl_->lifeline.load(std::memory_order_acquire); from == FailureSource::local && l) {
+      l->report(first, why);
+    }
     if (impl_->client) impl_->client->send_abort(first, why);
   });
   if (rank == 0) impl_->server = std::make_unique<StoreServer>(open_store_socket(id), size, id.token);
@@ -89,7 +94,7 @@ std::unique_ptr<Bootstrap> Bootstrap::from_environment(const LaunchInfo& info) {
   auto b = std::make_unique<Bootstrap>(id, info.rank, info.size);
   b->how_ = how + ", " + b->how_;
   if (Lifeline* l = Lifeline::get()) {
-    b->impl_->lifeline = l;
+    b->impl_->lifeline.store(l, std::memory_order_release);
     l->attach(&b->impl_->failure);
     b->how_ += ", lifeline to gpucomm run";
   }
@@ -191,8 +196,8 @@ void Bootstrap::finalize() {
     if (f.failed()) impl_->server->wait_failed(500);  // every PE is told before the store stops
     impl_->server->shutdown(f.failed() ? 0 : shutdown_wait_ms_);
   }
-  if (impl_->lifeline) impl_->lifeline->detach(&f);  // no more failures from it
-  impl_->lifeline = nullptr;
+  // No more failures from the lifeline.
+  if (Lifeline* l = impl_->lifeline.exchange(nullptr, std::memory_order_acq_rel)) l->detach(&f);
   impl_->client.reset();
   impl_->server.reset();
 }
