@@ -9,6 +9,8 @@ import textwrap
 
 import pytest
 
+from test_rma_python import _gpu_count
+
 SCRIPT = textwrap.dedent("""
     import sys
     import numpy as np
@@ -84,14 +86,6 @@ SCRIPT = textwrap.dedent("""
         rt.barrier_all()
         print(f"PY OK rank {me}")
 """)
-
-
-def _gpu_count() -> int:
-    try:
-        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20)
-        return len([l for l in out.stdout.splitlines() if l.startswith("GPU ")]) if out.returncode == 0 else 0
-    except (OSError, subprocess.SubprocessError):
-        return 0
 
 
 @pytest.fixture
