@@ -3,7 +3,6 @@ torch or cupy tensors on GPU PEs where a GPU exists (on torch's current stream, 
 torch's own work on it)."""
 from __future__ import annotations
 
-import subprocess
 import sys
 import textwrap
 
