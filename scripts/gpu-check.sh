@@ -5,14 +5,17 @@
 # or trap on purpose are skipped with the reason), and the quick benchmarks.
 # Writes into OUTDIR: summary.json, gpu-check.log and results.tar.gz (raw JSON, JUnit, logs),
 # and prints a short table last.
-#   scripts/gpu-check.sh OUTDIR [--sanitize] [--no-bench] [--only-bench] [--bench=NAME,...]
-#                               [--layer=LAYER,...|all] [--dry-run]
+#   scripts/gpu-check.sh OUTDIR [--sanitize[=SECONDS]] [--no-bench] [--only-bench] [--bench=NAME,...]
+#                               [--layer=LAYER,...|all] [--targets=TARGET,...] [--dry-run]
 #   scripts/gpu-check.sh --help
 # --bench=NAME,... runs only the named benchmarks (pingpong and scripts/gpu-bench.d/NAME.sh).
 # --layer=LAYER,... runs only the GPU tests (ctest --test-dir BUILD/tests/LAYER -L gpu) and the
 #   quick benchmarks of the named layers (table below; `all` names every layer), without the
 #   host tests and pytest; --sanitize then checks those layers' GPU tests. The final table shows
 #   each layer's time beside its budget and flags OVER (a flag, not a failure).
+# --sanitize=SECONDS gives each compute-sanitizer tool call that budget instead of 540 s.
+# --targets=TARGET,... builds only those CMake targets (and what they need) instead of everything:
+#   a quicker check of a few layers; tests whose programs were not built then fail as missing.
 # --dry-run prints the plan (layers, test folders, GPU test counts where the build exists,
 #   benchmarks, budgets) and runs nothing; OUTDIR may then be left out.
 # Needs no network: GoogleTest comes from the system, /usr/src/googletest or .deps/googletest.
@@ -47,16 +50,19 @@ while read -r l t b n; do
   all_layers+=("$l"); budget_tests[$l]=$t; budget_bench[$l]=$b; layer_benches[$l]=${n/#-/}
 done <<<"$layer_table"
 
-usage() { sed -n '2,16p' "$0"; }
-out="" sanitize=0 bench=1 tests=1 only="" layers_arg="" dry=0
+usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1 {print}' "$0"; }
+out="" sanitize=0 san_budget=540 bench=1 tests=1 only="" layers_arg="" dry=0 targets=()
 for a in "$@"; do
   case "$a" in
     --sanitize) sanitize=1 ;;
+    --sanitize=*) sanitize=1 san_budget=${a#--sanitize=}
+      [[ "$san_budget" =~ ^[0-9]+$ ]] || { echo "gpu-check: --sanitize=SECONDS needs a number, got '$san_budget'" >&2; exit 2; } ;;
     --no-bench) bench=0 ;;
     --only-bench) tests=0 ;;
     --bench=*) only=",${a#--bench=}," ;;
     --layer=*|--layers=*) layers_arg=${a#*=} ;;
     --dry-run) dry=1 ;;
+    --targets=*) IFS=, read -r -a targets <<<"${a#--targets=}" ;;
     -h|--help) usage; exit 0 ;;
     -*) echo "gpu-check: unknown option '$a' (see --help)" >&2; exit 2 ;;
     *) if [ -n "$out" ]; then echo "gpu-check: one OUTDIR only ('$out', then '$a')" >&2; exit 2; fi
@@ -163,7 +169,11 @@ gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head 
 if [ "$ngpu" -ge 2 ] && echo "$gpu_name" | grep -q H200; then export GPUCOMM_TEST_EXPECT_NVLINKS=18; fi
 
 run_step configure cmake --preset release -DPython_EXECUTABLE="$PY" -DGPUCOMM_WARNINGS_AS_ERRORS=OFF || true
-run_step build cmake --build --preset release -j "$(nproc)" || { echo "build failed"; }
+if ((${#targets[@]})); then
+  run_step build cmake --build --preset release -j "$(nproc)" --target "${targets[@]}" || { echo "build failed"; }
+else
+  run_step build cmake --build --preset release -j "$(nproc)" || { echo "build failed"; }
+fi
 
 declare -A spent_tests spent_bench layer_note
 if ((${#layers[@]})); then
@@ -181,7 +191,7 @@ if ((${#layers[@]})); then
       if [ "$sanitize" = 1 ]; then
         for tool in memcheck racecheck synccheck; do
           run_step "sanitize-$tool-$l" "$PY" scripts/run_under_sanitizer.py "$build/tests/$l" "$tool" \
-            --json "$raw/sanitize-$tool-$l.json"
+            --budget "$san_budget" --json "$raw/sanitize-$tool-$l.json"
         done
       fi
     done
@@ -231,7 +241,8 @@ else
     fi
     if [ "$sanitize" = 1 ]; then
       for tool in memcheck racecheck synccheck; do
-        run_step "sanitize-$tool" "$PY" scripts/run_under_sanitizer.py "$build" "$tool" --json "$raw/sanitize-$tool.json"
+        run_step "sanitize-$tool" "$PY" scripts/run_under_sanitizer.py "$build" "$tool" --budget "$san_budget" \
+          --json "$raw/sanitize-$tool.json"
       done
     fi
   fi

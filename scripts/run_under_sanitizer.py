@@ -30,9 +30,13 @@ SUBSETS = {
     "memcheck": [r"^GpuMatching\.", r"^WarpQueueGpu\.",
                  r"^GpuPe\.(HeapIsDeviceMemory|DeviceApiEveryLevel|HostApiRegistrationAndGraphs|IpcMapping)$",
                  r"^rma_gpu_api_np1$", r"^rma_gpu_api_np2$", r"^proxy_gpu_api_proxy-cpu_np1$",
-                 r"^gpu_init_np1$", r"^gpu_init_np2$", r"^TopologyGpu\."],
-    "racecheck": [r"^GpuMatching\.", r"^WarpQueueGpu\.", r"^GpuPe\.DeviceApiEveryLevel$"],
-    "synccheck": [r"^GpuMatching\.", r"^WarpQueueGpu\.", r"^GpuPe\.DeviceApiEveryLevel$"],
+                 r"^gpu_init_np1$", r"^gpu_init_np2$", r"^TopologyGpu\.",
+                 r"^MsgGpu\.(EveryModeEveryLevel|ProbesCancelProcNullEvents|GraphCaptureOfStreamOrderedCalls)$",
+                 r"^CollGpu\.(InKernelAtEveryLevelOnOnePe|HostApiMatrixOnOnePe|GridLaunchRefusesBlocksThatCannotBeResident)$"],
+    "racecheck": [r"^GpuMatching\.", r"^WarpQueueGpu\.", r"^GpuPe\.DeviceApiEveryLevel$",
+                  r"^MsgGpu\.EveryModeEveryLevel$", r"^CollGpu\.InKernelAtEveryLevelOnOnePe$"],
+    "synccheck": [r"^GpuMatching\.", r"^WarpQueueGpu\.", r"^GpuPe\.DeviceApiEveryLevel$",
+                  r"^MsgGpu\.EveryModeEveryLevel$", r"^CollGpu\.InKernelAtEveryLevelOnOnePe$"],
 }
 # Tests no tool runs, and why (the first match applies).
 SKIPS = [

@@ -165,7 +165,8 @@ __global__ void k_msg_pingpong(msg::CommHandle comm, uint64_t* lines, int iters,
 
 // Rendezvous: block 0 sends `reps` messages of `bytes` from the heap (zero-copy get), block 1
 // receives them; one block each side.
-__global__ void k_rendezvous(msg::CommHandle comm, const char* src, char* dst, size_t bytes, int reps, Fail* f) {
+__global__ void __launch_bounds__(512)
+    k_rendezvous(msg::CommHandle comm, const char* src, char* dst, size_t bytes, int reps, Fail* f) {
   const coop::Block c;
   for (int r = 0; r < reps; ++r) {
     if (blockIdx.x == 0) {
@@ -179,7 +180,7 @@ __global__ void k_rendezvous(msg::CommHandle comm, const char* src, char* dst, s
 
 // The reference: one block puts the same bytes between the same heap buffers, `reps` times, each
 // completed (quiet) before the next like a blocking send.
-__global__ void k_put_reps(DeviceHandle h, char* dst, const char* src, size_t bytes, int reps) {
+__global__ void __launch_bounds__(512) k_put_reps(DeviceHandle h, char* dst, const char* src, size_t bytes, int reps) {
   const coop::Block c;
   for (int r = 0; r < reps; ++r) {
     device::put_nbi(c, h, dst, src, bytes, 0);

@@ -15,6 +15,7 @@
 
 #include "gpucomm/collectives/collectives.hpp"
 #include "gpucomm/core/cuda_check.hpp"
+#include "gpucomm/core/error.hpp"
 #include "gpucomm/gpucomm.hpp"
 #include "py_runtime.hpp"
 
@@ -51,8 +52,7 @@ DataType dtype_of(const Array& a, const char* what) {
 template <class E, bool (*Parse)(const char*, E*)>
 E parse(const std::string& text, const char* what) {
   E v{};
-  if (!Parse(text.c_str(), &v))
-    throw nb::value_error(("gpucomm: unknown " + std::string(what) + " '" + text + "'").c_str());
+  if (!Parse(text.c_str(), &v)) gpucomm::raise_arg("gpucomm.collectives", what, "unknown value '" + text + "'");
   return v;
 }
 
@@ -102,14 +102,14 @@ class PyCollectives {
     }
   }
   Collectives& c() {
-    if (!coll_) throw std::runtime_error("gpucomm: the Collectives object is closed");
+    if (!coll_) gpucomm::raise_arg("Collectives", "self", "the Collectives object is closed");
     return *coll_;
   }
   bool gpu() const { return rt_->pe_kind() == PeKind::gpu; }
   const Team& team(const std::string& name) {
     if (name == "world") return rt_->world();
     if (name == "node") return rt_->node();
-    throw nb::value_error(("gpucomm: team must be 'world' or 'node', not '" + name + "'").c_str());
+    gpucomm::raise_arg("Collectives", "team", "must be 'world' or 'node', not '" + name + "'");
   }
   CollOptions options(const std::string& algorithm, int max_ctas) {
     CollOptions o;
@@ -157,9 +157,8 @@ void same_type(DataType a, DataType b, const char* op) {
 }
 void need_count(size_t have, size_t want, const char* op, const char* what) {
   if (have != want) {
-    throw nb::value_error((std::string("gpucomm: ") + op + ": " + what + " has " + std::to_string(have) +
-                           " elements, expected " + std::to_string(want))
-                              .c_str());
+    gpucomm::raise_arg(std::string("Collectives.") + op, what,
+                       "has " + std::to_string(have) + " elements, expected " + std::to_string(want));
   }
 }
 
@@ -267,7 +266,7 @@ void bind_collectives(nb::module_& m) {
             need_count(count_of(recv), count_of(send), "alltoall", "recv");
             const size_t n = static_cast<size_t>(t.size());
             if (count_of(send) % n != 0)
-              throw nb::value_error("gpucomm: alltoall: send's size is not a multiple of the team size");
+              gpucomm::raise_arg("Collectives.alltoall", "send", "its size is not a multiple of the team size");
             const CollOptions o = s.options("auto", max_ctas);
             s.call(send, recv, stream,
                    [&](void* sp, void* rp, Stream st) { s.c().alltoall(sp, rp, count_of(send) / n, dt, t, st, o); });
@@ -286,7 +285,7 @@ void bind_collectives(nb::module_& m) {
               need_count(v->size(), n, "alltoallv", "a count or displacement list");
             for (size_t i = 0; i < n; ++i) {
               if (send_displs[i] + send_counts[i] > count_of(send) || recv_displs[i] + recv_counts[i] > count_of(recv))
-                throw nb::value_error("gpucomm: alltoallv: a block lies outside its array");
+                gpucomm::raise_arg("Collectives.alltoallv", "counts/displs", "a block lies outside its array");
             }
             s.call(send, recv, stream, [&](void* sp, void* rp, Stream st) {
               s.c().alltoallv(sp, send_counts.data(), send_displs.data(), rp, recv_counts.data(), recv_displs.data(),

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "blocking.hpp"
+#include "gpucomm/core/error.hpp"
 #include "gpucomm/gpucomm.hpp"
 #include "gpucomm/messaging/messenger.hpp"
 #include "py_arrays.hpp"
@@ -41,8 +42,7 @@ struct PyMessenger {
   // The Messenger; raises when it or its Runtime was closed (call with the GIL held).
   msg::Messenger& get(const char* call) const {
     if (!m || !runtime_open()) {
-      throw nb::value_error(
-          (std::string("gpucomm: Messenger.") + call + ": the Messenger or its Runtime was closed").c_str());
+      gpucomm::raise_arg(std::string("Messenger.") + call, "self", "the Messenger or its Runtime was closed");
     }
     return *m;
   }
@@ -84,7 +84,7 @@ struct PyComm {
 
 msg::Comm& PyComm::c() const {
   if (!comm->valid() || !nb::cast<PyMessenger&>(owner).runtime_open())
-    throw nb::value_error("gpucomm: Comm: its Messenger or its Runtime was closed");
+    gpucomm::raise_arg("Comm", "self", "its Messenger or its Runtime was closed");
   return *comm;
 }
 
@@ -127,9 +127,8 @@ msg::CommOptions comm_options(const std::string& mode, bool allow_overtaking, bo
   } else if (mode == "unordered") {
     o.mode = msg::Mode::unordered;
   } else {
-    throw nb::value_error(
-        ("gpucomm: mode: '" + mode + "' is not a matching mode (mpi, no_any_source, no_unexpected, unordered)")
-            .c_str());
+    gpucomm::raise_arg("Messenger", "mode",
+                       "'" + mode + "' is not a matching mode (mpi, no_any_source, no_unexpected, unordered)");
   }
   o.allow_overtaking = allow_overtaking;
   o.errors_return = errors_return;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "blocking.hpp"
+#include "gpucomm/core/error.hpp"
 #include "gpucomm/gpucomm.hpp"
 #include "gpucomm/patterns/patterns.hpp"
 #include "py_runtime.hpp"
@@ -27,11 +28,11 @@ using Array = nb::ndarray<>;
 
 // Where an array's bytes live: a buffer from its first element to one past its last.
 gp::Buffer buffer_of(gpucomm::Runtime& rt, const Array& a, size_t span, std::optional<int> pe, const char* what) {
-  if (a.size() == 0) throw nb::value_error((std::string(what) + ": empty array").c_str());
+  if (a.size() == 0) gpucomm::raise_arg(what, "array", "is empty");
   gp::Buffer b = gp::local(rt, a.data(), span);
   if (b.place == gp::Place::symmetric && pe) b.pe = *pe;
   if (b.place != gp::Place::symmetric && pe && *pe != rt.rank())
-    throw nb::value_error((std::string(what) + ": only symmetric arrays name another PE's copy").c_str());
+    gpucomm::raise_arg(what, "pe", "only symmetric arrays name another PE's copy");
   if (b.place == gp::Place::host && a.device_type() == nb::device::cuda::value) b.place = gp::Place::device;
   return b;
 }
@@ -42,9 +43,9 @@ gp::Buffer buffer_of(gpucomm::Runtime& rt, const Array& a, size_t span, std::opt
 std::pair<gp::Region, gp::Region> regions_of(gpucomm::Runtime& rt, const Array& dst, const Array& src,
                                              std::optional<int> dst_pe, std::optional<int> src_pe) {
   if (dst.ndim() != src.ndim() || dst.itemsize() != src.itemsize())
-    throw nb::value_error("gpucomm: dst and src differ in dimensions or element size");
+    gpucomm::raise_arg("gpucomm.patterns", "dst/src", "differ in dimensions or element size");
   for (size_t d = 0; d < dst.ndim(); ++d)
-    if (dst.shape(d) != src.shape(d)) throw nb::value_error("gpucomm: dst and src differ in shape");
+    if (dst.shape(d) != src.shape(d)) gpucomm::raise_arg("gpucomm.patterns", "dst/src", "differ in shape");
   const size_t item = dst.itemsize();
   struct Level {
     size_t count, ds, ss;  // strides in bytes
@@ -53,7 +54,7 @@ std::pair<gp::Region, gp::Region> regions_of(gpucomm::Runtime& rt, const Array& 
   for (size_t d = dst.ndim(); d-- > 0;) {
     if (dst.shape(d) == 1) continue;
     if (dst.stride(d) <= 0 || src.stride(d) <= 0)
-      throw nb::value_error("gpucomm: negative or zero strides are not supported");
+      gpucomm::raise_arg("gpucomm.patterns", "dst/src", "negative or zero strides are not supported");
     levels.push_back({static_cast<size_t>(dst.shape(d)), static_cast<size_t>(dst.stride(d)) * item,
                       static_cast<size_t>(src.stride(d)) * item});
   }
@@ -71,7 +72,8 @@ std::pair<gp::Region, gp::Region> regions_of(gpucomm::Runtime& rt, const Array& 
       outer.push_back(l);
     }
   }
-  if (outer.size() > 2) throw nb::value_error("gpucomm: more than 3 strided levels (width, rows, planes)");
+  if (outer.size() > 2)
+    gpucomm::raise_arg("gpucomm.patterns", "dst/src", "more than 3 strided levels (width, rows, planes)");
   gp::Box db{0, width, 1, 1, 0, 0}, sb = db;
   if (!outer.empty()) {
     db.rows = sb.rows = outer[0].count;
@@ -89,9 +91,9 @@ std::pair<gp::Region, gp::Region> regions_of(gpucomm::Runtime& rt, const Array& 
 
 // One array as a buffer (the prebuilt patterns take whole arrays).
 gp::Buffer whole_of(gpucomm::Runtime& rt, const Array& a, const char* what) {
-  if (!a.is_valid() || a.size() == 0) throw nb::value_error((std::string(what) + ": empty array").c_str());
+  if (!a.is_valid() || a.size() == 0) gpucomm::raise_arg(what, "array", "is empty");
   const auto r = regions_of(rt, a, a, std::nullopt, std::nullopt);
-  if (!r.first.box.contiguous()) throw nb::value_error((std::string(what) + ": must be contiguous").c_str());
+  if (!r.first.box.contiguous()) gpucomm::raise_arg(what, "array", "must be contiguous");
   return r.first.buffer;
 }
 
@@ -99,15 +101,15 @@ gp::Engine engine_of(const std::string& s) {
   for (gp::Engine e :
        {gp::Engine::automatic, gp::Engine::copy_engine, gp::Engine::sm_copy, gp::Engine::fused, gp::Engine::host_copy})
     if (s == gp::engine_name(e)) return e;
-  throw nb::value_error(
-      ("gpucomm: unknown engine '" + s + "' (automatic, copy_engine, sm_copy, fused, host_copy)").c_str());
+  gpucomm::raise_arg("gpucomm.patterns", "engine",
+                     "unknown engine '" + s + "' (automatic, copy_engine, sm_copy, fused, host_copy)");
 }
 
 gp::Pageable pageable_of(const std::string& s) {
   if (s == "register") return gp::Pageable::register_memory;
   if (s == "stage") return gp::Pageable::stage;
   if (s == "refuse") return gp::Pageable::refuse;
-  throw nb::value_error(("gpucomm: pageable must be register, stage or refuse, not '" + s + "'").c_str());
+  gpucomm::raise_arg("gpucomm.patterns", "pageable", "must be register, stage or refuse, not '" + s + "'");
 }
 
 // A stream: None (the default stream), an int handle, or an object with cuda_stream (torch) or
@@ -132,7 +134,7 @@ struct PyPlan {
   nb::object runtime;  // keeps the Runtime alive as long as the plan
   gp::Plan plan;
   gp::Plan& get() {
-    if (!plan.valid()) throw nb::value_error("gpucomm: the plan is closed");
+    if (!plan.valid()) gpucomm::raise_arg("Plan", "self", "the plan is closed");
     return plan;
   }
 };
@@ -141,7 +143,7 @@ PyPlan compile(PyPattern& p, nb::handle runtime, const std::string& strategy, co
                bool autotune, bool local, bool entry_sync, bool exit_sync, const std::string& pageable,
                uint32_t chunks) {
   if (!runtime.is_none() && !runtime.is(p.runtime))
-    throw nb::value_error("gpucomm: compile(runtime): not the Runtime the pattern was made for");
+    gpucomm::raise_arg("Pattern.compile", "runtime", "not the Runtime the pattern was made for");
   gp::CompileOptions o;
   o.strategy = gp::parse_strategy(strategy);
   o.engine = engine_of(engine);
@@ -167,7 +169,8 @@ std::array<T, 3> per_axis(nb::handle v, size_t ndim, T fallback) {
   std::array<T, 3> out{fallback, fallback, fallback};
   if (nb::isinstance<nb::sequence>(v) && !nb::isinstance<nb::str>(v)) {
     auto seq = nb::cast<std::vector<T>>(v);
-    if (seq.size() != ndim) throw nb::value_error("gpucomm: a per-axis value needs one entry per array dimension");
+    if (seq.size() != ndim)
+      gpucomm::raise_arg("gpucomm.patterns", "per-axis value", "needs one entry per array dimension");
     for (size_t i = 0; i < ndim; ++i) out[i] = seq[ndim - 1 - i];
   } else {
     const T all = nb::cast<T>(v);
@@ -179,9 +182,9 @@ std::array<T, 3> per_axis(nb::handle v, size_t ndim, T fallback) {
 gp::Pattern halo(gpucomm::Runtime& rt, const Array& f, nb::handle ghost, nb::handle periodic, nb::handle grid,
                  bool corners) {
   const size_t nd = f.ndim();
-  if (nd < 1 || nd > 3) throw nb::value_error("gpucomm: halo: the field must have 1, 2 or 3 dimensions");
+  if (nd < 1 || nd > 3) gpucomm::raise_arg("halo", "field", "must have 1, 2 or 3 dimensions");
   const size_t item = f.itemsize();
-  if (f.stride(nd - 1) != 1) throw nb::value_error("gpucomm: halo: the last axis must be contiguous");
+  if (f.stride(nd - 1) != 1) gpucomm::raise_arg("halo", "field", "the last axis must be contiguous");
   gp::Field fl;
   fl.data = f.data();
   fl.elem = item;

@@ -16,6 +16,7 @@
 #include <type_traits>
 
 #include "blocking.hpp"
+#include "gpucomm/core/error.hpp"
 #include "gpucomm/gpucomm.hpp"
 #include "py_arrays.hpp"
 #include "py_runtime.hpp"
@@ -97,7 +98,7 @@ void bind_put_get(gpucomm::py::Methods& rt_class) {
             Runtime& rt = py_runtime(self);
             ArrayRef d = symmetric(rt, dst, "put", "dst");
             ArrayRef s = array_ref(src, "put", "src");
-            if (d.nbytes != s.nbytes) throw nb::value_error("gpucomm: put: dst and src differ in size");
+            if (d.nbytes != s.nbytes) gpucomm::raise_arg("put", "dst/src", "differ in size");
             wait_for_producers({dst, src});
             gpucomm::python::Unlocked nogil;
             rt.put(d.data, s.data, s.nbytes, pe);
@@ -110,7 +111,7 @@ void bind_put_get(gpucomm::py::Methods& rt_class) {
             Runtime& rt = py_runtime(self);
             ArrayRef d = array_ref(dst, "get", "dst");
             ArrayRef s = symmetric(rt, src, "get", "src");
-            if (d.nbytes != s.nbytes) throw nb::value_error("gpucomm: get: dst and src differ in size");
+            if (d.nbytes != s.nbytes) gpucomm::raise_arg("get", "dst/src", "differ in size");
             wait_for_producers({dst, src});
             gpucomm::python::Unlocked nogil;
             rt.get(d.data, s.data, s.nbytes, pe);
@@ -128,7 +129,7 @@ void bind_signals(gpucomm::py::Methods& rt_class) {
             ArrayRef d = symmetric(rt, dst, "put_signal", "dst");
             ArrayRef s = array_ref(src, "put_signal", "src");
             ArrayRef w = symmetric(rt, sig, "put_signal", "sig");
-            if (d.nbytes != s.nbytes) throw nb::value_error("gpucomm: put_signal: dst and src differ in size");
+            if (d.nbytes != s.nbytes) gpucomm::raise_arg("put_signal", "dst/src", "differ in size");
             uint64_t* word = gpucomm::py::signal_word(w, "put_signal");
             auto v = gpucomm::py::value_arg<uint64_t>(value, "put_signal", "value");
             auto o = gpucomm::py::signal_op_arg(op, "put_signal");
@@ -353,18 +354,22 @@ void bind_peer_views(gpucomm::py::Methods& rt_class) {
         ArrayRef a = symmetric(rt, array, "peer_view", "array");
         void* peer = rt.ptr(a.data, pe);
         if (!peer) {
-          throw nb::value_error(("gpucomm: peer_view: PE " + std::to_string(pe) +
-                                 " is not directly reachable from rank " + std::to_string(rt.rank()) +
-                                 " (another node, or no peer access): use get/put")
-                                    .c_str());
+          gpucomm::raise_arg("peer_view", "pe",
+                             std::to_string(pe) + " is not directly reachable from rank " + std::to_string(rt.rank()) +
+                                 " (another node, or no peer access): use get/put");
         }
         const bool gpu = rt.pe_kind() == gpucomm::PeKind::gpu;
+        // Like the arrays of empty()/zeros(), the view holds a lease on the heap (and its peer
+        // mappings), so that it stays valid after the Runtime is closed.
+        auto* lease = new std::shared_ptr<const void>(rt.heap_lease());
+        nb::capsule owner(lease, [](void* l) noexcept { delete static_cast<std::shared_ptr<const void>*>(l); });
         return gpucomm::py::alias(peer, a, gpu ? nb::device::cuda::value : nb::device::cpu::value,
-                                  gpu ? rt.device_id() : 0, self, array);
+                                  gpu ? rt.device_id() : 0, owner, array);
       },
       "array"_a, "pe"_a,
       "An array aliasing PE pe's copy of the symmetric array (or view) `array`, for direct loads and stores, in "
-      "array's framework; raises ValueError when pe is not directly reachable. Plain loads and stores carry no "
+      "array's framework; raises InvalidArgumentError (a ValueError) when pe is not directly reachable. Plain loads "
+      "and stores carry no "
       "ordering: pair them with signals, barriers or fence.");
 }
 

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 
+#include "gpucomm/core/error.hpp"
 #include "gpucomm/gpucomm.hpp"
 #include "py_arrays.hpp"
 #include "py_runtime.hpp"
@@ -67,7 +68,7 @@ void bind_stream_ops(nb::module_& m) {
             Runtime& rt = py_runtime(self);
             ArrayRef d = device_array(rt, dst, "put_on_stream", "dst", true);
             ArrayRef s = device_array(rt, src, "put_on_stream", "src", false);
-            if (d.nbytes != s.nbytes) throw nb::value_error("gpucomm: put_on_stream: dst and src differ in size");
+            if (d.nbytes != s.nbytes) gpucomm::raise_arg("put_on_stream", "dst/src", "differ in size");
             auto st = gpucomm::py::stream_for(stream, {dst, src}, own_stream(rt));
             rt.put_on_stream(d.data, s.data, s.nbytes, pe, as_stream(st));
           },
@@ -79,7 +80,7 @@ void bind_stream_ops(nb::module_& m) {
             Runtime& rt = py_runtime(self);
             ArrayRef d = device_array(rt, dst, "get_on_stream", "dst", false);
             ArrayRef s = device_array(rt, src, "get_on_stream", "src", true);
-            if (d.nbytes != s.nbytes) throw nb::value_error("gpucomm: get_on_stream: dst and src differ in size");
+            if (d.nbytes != s.nbytes) gpucomm::raise_arg("get_on_stream", "dst/src", "differ in size");
             auto st = gpucomm::py::stream_for(stream, {dst, src}, own_stream(rt));
             rt.get_on_stream(d.data, s.data, s.nbytes, pe, as_stream(st));
           },
@@ -92,8 +93,7 @@ void bind_stream_ops(nb::module_& m) {
             ArrayRef d = device_array(rt, dst, "put_signal_on_stream", "dst", true);
             ArrayRef s = device_array(rt, src, "put_signal_on_stream", "src", false);
             ArrayRef w = device_array(rt, sig, "put_signal_on_stream", "sig", true);
-            if (d.nbytes != s.nbytes)
-              throw nb::value_error("gpucomm: put_signal_on_stream: dst and src differ in size");
+            if (d.nbytes != s.nbytes) gpucomm::raise_arg("put_signal_on_stream", "dst/src", "differ in size");
             uint64_t* word = gpucomm::py::signal_word(w, "put_signal_on_stream");
             auto v = gpucomm::py::value_arg<uint64_t>(value, "put_signal_on_stream", "value");
             auto o = gpucomm::py::signal_op_arg(op, "put_signal_on_stream");

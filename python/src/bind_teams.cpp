@@ -9,6 +9,7 @@
 #include <string>
 
 #include "blocking.hpp"
+#include "gpucomm/core/error.hpp"
 #include "gpucomm/gpucomm.hpp"
 #include "py_runtime.hpp"
 
@@ -20,9 +21,8 @@ namespace {
 
 void require_valid(const Team& t, const char* what) {
   if (!t.valid()) {
-    throw nb::value_error((std::string("gpucomm: ") + what +
-                           ": this Team is not valid (this PE is not a member: split gave it a negative color)")
-                              .c_str());
+    gpucomm::raise_arg(what, "team",
+                       "this Team is not valid (this PE is not a member: split gave it a negative color)");
   }
 }
 

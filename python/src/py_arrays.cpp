@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "gpucomm/core/error.hpp"
 #include "gpucomm/gpucomm.hpp"
 
 namespace gpucomm::py {
@@ -47,9 +48,9 @@ ArrayRef array_ref(nb::handle obj, const char* call, const char* arg) {
                              .c_str());
   }
   if (!c_contiguous(r.array)) {
-    throw nb::value_error((std::string("gpucomm: ") + call + ": " + arg +
-                           " is not contiguous; pass a contiguous array (numpy.ascontiguousarray, tensor.contiguous())")
-                              .c_str());
+    gpucomm::raise(gpucomm::Errc::invalid_argument, call,
+                   std::string(arg) +
+                       " is not contiguous; pass a contiguous array (numpy.ascontiguousarray, tensor.contiguous())");
   }
   r.data = r.array.data();
   r.nbytes = r.array.nbytes();
@@ -60,9 +61,9 @@ ArrayRef array_ref(nb::handle obj, const char* call, const char* arg) {
 
 void require_symmetric(gpucomm::Runtime& rt, const ArrayRef& a, const char* call, const char* arg) {
   if (!rt.heap().contains(a.data, a.nbytes)) {
-    throw nb::value_error((std::string("gpucomm: ") + call + ": " + arg +
-                           " is not a symmetric array (allocate it with Runtime.empty/zeros, or pass a view of one)")
-                              .c_str());
+    gpucomm::raise(
+        gpucomm::Errc::invalid_argument, call,
+        std::string(arg) + " is not a symmetric array (allocate it with Runtime.empty/zeros, or pass a view of one)");
   }
 }
 

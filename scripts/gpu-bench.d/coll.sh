@@ -4,5 +4,5 @@
 # usage: coll.sh RAW_DIR BUILD_DIR
 set -euo pipefail
 raw=$1
-python3 -m gpucomm bench coll -n 2 --quick --ops allreduce,allgather,reduce_scatter,alltoall,barrier \
+python3 -m gpucomm bench coll -n 2 --quick --anchors --ops allreduce,allgather,reduce_scatter,alltoall,barrier \
   --json "$raw/coll.json"

@@ -169,7 +169,9 @@ TEST_F(MsgGpu, EveryModeEveryLevel) {
   }
 }
 
-// Many sender blocks, one receiver taking ANY_TAG: each sender's messages come in send order.
+// Many sender blocks, one receiver taking ANY_SOURCE and ANY_TAG: each sender's messages come in
+// send order. Every message's first word carries (sender << 32 | ordinal), so that even the 8-byte
+// ones name their sender; the receive buffer is poisoned before each receive.
 template <class C>
 __global__ void order_kernel(msg::CommHandle comm, int senders, int count, uint64_t* slots, Report* rep) {
   C c;
@@ -178,7 +180,7 @@ __global__ void order_kernel(msg::CommHandle comm, int senders, int count, uint6
   if (b < senders) {
     for (int k = 0; k < count; ++k) {
       uint64_t* v = slots + (static_cast<size_t>(b) * count + k) * 4;
-      if (coop::thread_rank(c) == 0) v[0] = static_cast<uint64_t>(k), v[1] = static_cast<uint64_t>(b);
+      if (coop::thread_rank(c) == 0) v[0] = (static_cast<uint64_t>(b) << 32) | static_cast<uint64_t>(k), v[1] = b;
       coop::sync(c);
       msg::send(c, comm, v, 8 + (k % 3) * 8, 0, b);  // 8, 16 or 24 bytes (LL and inline eager)
     }
@@ -188,36 +190,50 @@ __global__ void order_kernel(msg::CommHandle comm, int senders, int count, uint6
   for (int i = coop::thread_rank(c); i < senders; i += coop::size(c)) next[i] = 0;
   coop::sync(c);
   uint64_t* in = slots + static_cast<size_t>(senders) * count * 4;
+  constexpr uint64_t kPoison = ~uint64_t{0};
   for (int k = 0; k < senders * count; ++k) {
+    if (coop::thread_rank(c) == 0) in[0] = kPoison, in[1] = kPoison;
+    coop::sync(c);
     const msg::Status st = msg::recv(c, comm, in, 32, msg::kAnySource, msg::kAnyTag);
     if (coop::thread_rank(c) == 0) {
       const int from = st.tag;
-      DCHECK(rep, from >= 0 && from < senders && in[1] == static_cast<uint64_t>(from), from, k, in[1], 0);
-      if (from >= 0 && from < senders) {
-        DCHECK(rep, in[0] == static_cast<uint64_t>(next[from]), from, k, in[0], next[from]);
-        next[from] = static_cast<int>(in[0]) + 1;
+      const uint64_t bytes = 8 + (static_cast<uint64_t>(in[0] & 0xffffffffu) % 3) * 8;
+      // On a mismatch: x = the first word (sender << 32 | ordinal), y = the status' bytes.
+      DCHECK(rep, from >= 0 && from < senders && (in[0] >> 32) == static_cast<uint64_t>(from) && st.bytes == bytes,
+             from, k, in[0], st.bytes);
+      DCHECK(rep, st.bytes < 16 || in[1] == static_cast<uint64_t>(from), from, k, in[1], st.bytes);
+      if (from >= 0 && from < senders && (in[0] >> 32) == static_cast<uint64_t>(from)) {
+        DCHECK(rep, (in[0] & 0xffffffffu) == static_cast<uint64_t>(next[from]), from, k, in[0], next[from]);
+        next[from] = static_cast<int>(in[0] & 0xffffffffu) + 1;
       }
     }
     coop::sync(c);
   }
 }
 
-TEST_F(MsgGpu, PerSenderOrderWithWildcards) {
+// Each level on its own runtime, so that a level never sees the buffers of the one before.
+template <class C>
+void per_sender_order(MsgGpu& t) {
   Runtime rt;
   msg::Messenger m(rt);
   msg::Comm w = m.world();
   const int senders = 8, count = 200;
-  uint64_t* slots = static_cast<uint64_t*>(rt.malloc(sizeof(uint64_t) * 4 * (senders + 1) * count));
+  auto* slots = static_cast<uint64_t*>(rt.malloc(sizeof(uint64_t) * 4 * (senders + 1) * count));
   Report* rep = nullptr;
   ASSERT_EQ(cudaMalloc(&rep, sizeof(Report)), cudaSuccess);
   const msg::CommHandle h = w.device();
-  run(rt, m, rep,
-      [&](cudaStream_t s) { order_kernel<coop::Thread><<<senders + 1, 64, 0, s>>>(h, senders, count, slots, rep); });
-  run(rt, m, rep,
-      [&](cudaStream_t s) { order_kernel<coop::Warp><<<senders + 1, 64, 0, s>>>(h, senders, count, slots, rep); });
-  run(rt, m, rep,
-      [&](cudaStream_t s) { order_kernel<coop::Block><<<senders + 1, 64, 0, s>>>(h, senders, count, slots, rep); });
+  t.run(rt, m, rep, [&](cudaStream_t s) { order_kernel<C><<<senders + 1, 64, 0, s>>>(h, senders, count, slots, rep); });
   (void)cudaFree(rep);
+}
+
+TEST_F(MsgGpu, PerSenderOrderWithWildcardsThread) {
+  per_sender_order<coop::Thread>(*this);
+}
+TEST_F(MsgGpu, PerSenderOrderWithWildcardsWarp) {
+  per_sender_order<coop::Warp>(*this);
+}
+TEST_F(MsgGpu, PerSenderOrderWithWildcardsBlock) {
+  per_sender_order<coop::Block>(*this);
 }
 
 // Probes, matched probes, cancel, PROC_NULL and events, at one level.

@@ -142,3 +142,31 @@ def test_bench_coll_on_host_pes(run_gpucomm, tmp_path):
         assert row["wrong"] == 0 and row["time_us"] > 0 and row["ctas"] >= 1, row
     r = run_gpucomm("bench", "coll", "--host", "-n", "1", "--", "--iters", "0")
     assert r.returncode == 1 and "--iters" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_coll_anchors_report_what_they_cannot_measure(build, tmp_path):
+    """The NCCL / torch symmetric memory anchors: without torch or a GPU they say why, as JSON; the
+    comparison line picks the smallest size both sides measured."""
+    import json
+    import subprocess
+    out = tmp_path / "anchors.json"
+    r = subprocess.run([sys.executable, "-m", "gpucomm.bench.coll_anchors", "--sizes", "8", "--iters", "2",
+                        "--samples", "2", "--json", str(out)], capture_output=True, text=True, timeout=240,
+                       env={**__import__("os").environ, "PYTHONPATH": str(build / "python")})
+    assert r.returncode == 0, r.stdout + r.stderr
+    data = json.loads(out.read_text())
+    assert data["benchmark"] == "coll-anchors"
+    assert data["results"] or data["not_measured"], data
+    for row in data["results"]:
+        assert row["time_us"] > 0 and row["mode"] in ("eager", "graph"), row
+    bad = subprocess.run([sys.executable, "-m", "gpucomm.bench.coll_anchors", "--sizes", "x"],
+                         capture_output=True, text=True, env={"PYTHONPATH": str(build / "python"), "PATH": "/usr/bin"})
+    assert bad.returncode == 2 and "--sizes" in bad.stderr
+    from gpucomm.bench.coll import compare_graph_replay
+    ours = {"pes": 2, "results": [{"op": "allreduce", "mode": "graph", "size": s, "time_us": t}
+                                  for s, t in ((8, 0.8), (1024, 3.0))]}
+    nccl = {"pes": 1, "results": [{"anchor": "nccl_allreduce", "mode": "graph", "bytes": 1024, "time_us": 2.0},
+                                  {"anchor": "nccl_allreduce", "mode": "eager", "bytes": 8, "time_us": 0.1}]}
+    line = compare_graph_replay(ours, nccl)
+    assert "1024 B" in line and "MISSED" in line and "1.50" in line, line
+    assert "no allreduce size" in compare_graph_replay(ours, {"results": []})

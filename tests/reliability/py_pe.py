@@ -127,11 +127,22 @@ if mode == "arrays":
             errors.append(f"put to pe {pe} accepted")
         except gpucomm.InvalidArgumentError as e:
             assert isinstance(e, ValueError) and e.code == "invalid_argument" and "pe" in str(e)
+    # A view of the next PE's copy (host PEs share memory): it too must outlive close().
+    size = rt.size
+    peer = np.from_dlpack(rt.peer_view(a, (rank + 1) % size))
+    try:
+        rt.peer_view(a, rt.size)
+        errors.append("peer_view of pe == size accepted")
+    except gpucomm.InvalidArgumentError as e:
+        assert isinstance(e, ValueError) and "pe" in str(e)
     rt.barrier_all()
     rt.close()
     # After close the arrays keep their memory: reading and writing them must not crash.
     total = int(view.sum()) + int(np.from_dlpack(a).sum())
     view[0, 0] = 7
+    peer_total = int(peer[1:].sum())  # rows 1..3 (the peer writes [0, 0] after its close)
+    if peer_total != 24 * ((rank + 1) % size + 1):
+        errors.append(f"peer view after close sums to {peer_total}")
     try:
         rt.barrier_all()
         errors.append("barrier_all after close accepted")

@@ -4,11 +4,15 @@ Launches ``gpucomm-bench-coll`` on N PEs (``gpucomm run -n N``): GPU PEs when GP
 sharing the GPU when there is only one), host-memory PEs otherwise or with ``--host``. Prints the
 table (size, count, type, redop, root, then out-of-place and in-place time, algbw, busbw, CTAs,
 wrong) and writes JSON with ``--json FILE``. Options after ``--`` go to the program unchanged
-(see ``gpucomm-bench-coll --help``).
+(see ``gpucomm-bench-coll --help``). With ``--anchors`` (GPU PEs) the same allreduce sizes run
+afterwards through NCCL and torch symmetric memory in the same job (gpucomm.bench.coll_anchors),
+written beside the JSON as ``FILE-anchors.json`` and compared with gpucomm's graph replay.
 """
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 
 from gpucomm._tools import find_tool
@@ -33,6 +37,8 @@ def register(targets) -> None:
     p.add_argument("--max-ctas", help="bound on the CTAs of a call")
     p.add_argument("--quick", action="store_true", help="fewer sizes, iterations and samples")
     p.add_argument("--json", metavar="FILE", help="write the results as JSON")
+    p.add_argument("--anchors", action="store_true",
+                   help="GPU PEs: also run the NCCL and torch symmetric memory anchors (needs torch)")
     p.add_argument("extra", nargs="*", help="further options for gpucomm-bench-coll (after --)")
     p.set_defaults(func=run)
 
@@ -65,4 +71,52 @@ def run(args) -> int:
         note = " (PEs share GPUs: functional, host enqueue times meaningful, bandwidths not)" if n > gpus else ""
         print(f"gpucomm bench coll: {n} GPU PEs on {gpus} GPU(s){note}", flush=True)
     sys.stdout.flush()
-    return launch(LaunchOptions(nprocs=n, command=command(args), extra_env=env, gpus="auto" if gpus else "none"))
+    rc = launch(LaunchOptions(nprocs=n, command=command(args), extra_env=env, gpus="auto" if gpus else "none"))
+    if args.anchors:
+        if gpus == 0:
+            print("gpucomm bench coll: --anchors needs GPU PEs (skipped)", flush=True)
+        else:
+            rc = run_anchors(args) or rc
+    return rc
+
+
+def anchors_path(json_path: str | None) -> str | None:
+    if not json_path:
+        return None
+    root, ext = os.path.splitext(os.path.abspath(json_path))
+    return f"{root}-anchors{ext or '.json'}"
+
+
+def run_anchors(args) -> int:
+    """NCCL and torch symmetric memory on the same GPU, in a process of their own (torch stays out of
+    this one); then gpucomm's graph replay per allreduce beside NCCL's at the smallest shared size."""
+    out = anchors_path(args.json)
+    sizes = "8,65536" if args.quick else "8,1024,65536,1048576"
+    cmd = [sys.executable, "-m", "gpucomm.bench.coll_anchors", "--sizes", sizes]
+    if args.quick:
+        cmd += ["--iters", "20", "--samples", "10"]
+    if out:
+        cmd += ["--json", out]
+    print("gpucomm bench coll: anchors: " + " ".join(cmd[1:]), flush=True)
+    rc = subprocess.run(cmd, env={**os.environ, "NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+                                  "NVSHMEM_DISABLE_NVLS": "1"}, check=False).returncode
+    if rc != 0 or not out or not args.json or not os.path.exists(out) or not os.path.exists(args.json):
+        return rc
+    print(compare_graph_replay(json.load(open(args.json)), json.load(open(out))), flush=True)
+    return 0
+
+
+def compare_graph_replay(ours: dict, anchors: dict) -> str:
+    """One line: gpucomm's graph replay per allreduce against NCCL's at the smallest size both ran."""
+    mine = {r["size"]: r["time_us"] for r in ours.get("results", [])
+            if r.get("op") == "allreduce" and r.get("mode") == "graph"}
+    nccl = {r["bytes"]: r["time_us"] for r in anchors.get("results", [])
+            if r.get("anchor") == "nccl_allreduce" and r.get("mode") == "graph"}
+    shared = sorted(set(mine) & set(nccl))
+    if not shared:
+        return "# graph replay vs NCCL: no allreduce size measured by both"
+    b = shared[0]
+    verdict = "met" if mine[b] <= nccl[b] else "MISSED"
+    return (f"# graph replay per allreduce, {b} B: gpucomm {mine[b]:.2f} us ({ours.get('pes')} PEs) vs NCCL "
+            f"{nccl[b]:.2f} us ({anchors.get('pes')} rank); target no slower: {verdict} "
+            f"(ratio {mine[b] / nccl[b]:.2f})")
