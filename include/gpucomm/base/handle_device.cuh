@@ -43,6 +43,10 @@ __device__ __noinline__ inline void fail(const DeviceHandle& h, DeviceFault faul
     // The host reads the fields after it acquires state == kReady.
     mem::store<mem::kSystem>(&d->state, DeviceDiag::kReady, mem::release);
   }
+  // Peers may be waiting for a flag or data this thread wrote just before (a collective's push,
+  // then the check that fails): a trap ends the context, so those writes are performed first, or
+  // the peer would wait for them until its timeout instead of finding its own diagnosis.
+  mem::fence<mem::kSystem>(mem::seq_cst);
   __trap();
 }
 
