@@ -167,6 +167,7 @@ def test_coll_anchors_report_what_they_cannot_measure(build, tmp_path):
                                   for s, t in ((8, 0.8), (1024, 3.0))]}
     nccl = {"pes": 1, "results": [{"anchor": "nccl_allreduce", "mode": "graph", "bytes": 1024, "time_us": 2.0},
                                   {"anchor": "nccl_allreduce", "mode": "eager", "bytes": 8, "time_us": 0.1}]}
-    line = compare_graph_replay(ours, nccl)
-    assert "1024 B" in line and "MISSED" in line and "1.50" in line, line
-    assert "no allreduce size" in compare_graph_replay(ours, {"results": []})
+    line = compare_graph_replay(ours, nccl).splitlines()[0]
+    assert "allreduce, 1024 B" in line and "MISSED" in line and "1.50" in line, line
+    assert "allgather: no size measured by both" in compare_graph_replay(ours, nccl)
+    assert "allreduce: no size" in compare_graph_replay(ours, {"results": []})

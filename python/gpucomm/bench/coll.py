@@ -107,16 +107,21 @@ def run_anchors(args) -> int:
 
 
 def compare_graph_replay(ours: dict, anchors: dict) -> str:
-    """One line: gpucomm's graph replay per allreduce against NCCL's at the smallest size both ran."""
-    mine = {r["size"]: r["time_us"] for r in ours.get("results", [])
-            if r.get("op") == "allreduce" and r.get("mode") == "graph"}
-    nccl = {r["bytes"]: r["time_us"] for r in anchors.get("results", [])
-            if r.get("anchor") == "nccl_allreduce" and r.get("mode") == "graph"}
-    shared = sorted(set(mine) & set(nccl))
-    if not shared:
-        return "# graph replay vs NCCL: no allreduce size measured by both"
-    b = shared[0]
-    verdict = "met" if mine[b] <= nccl[b] else "MISSED"
-    return (f"# graph replay per allreduce, {b} B: gpucomm {mine[b]:.2f} us ({ours.get('pes')} PEs) vs NCCL "
-            f"{nccl[b]:.2f} us ({anchors.get('pes')} rank); target no slower: {verdict} "
-            f"(ratio {mine[b] / nccl[b]:.2f})")
+    """Lines: gpucomm's graph replay per call against NCCL's (same operation, the smallest size both
+    measured), for allreduce and allgather."""
+    lines = []
+    for op in ("allreduce", "allgather"):
+        mine = {r["size"]: r["time_us"] for r in ours.get("results", [])
+                if r.get("op") == op and r.get("mode") == "graph"}
+        nccl = {r["bytes"]: r["time_us"] for r in anchors.get("results", [])
+                if r.get("anchor") == f"nccl_{op}" and r.get("mode") == "graph"}
+        shared = sorted(set(mine) & set(nccl))
+        if not shared:
+            lines.append(f"# graph replay vs NCCL, {op}: no size measured by both")
+            continue
+        b = shared[0]
+        verdict = "met" if mine[b] <= nccl[b] else "MISSED"
+        lines.append(f"# graph replay per {op}, {b} B: gpucomm {mine[b]:.2f} us ({ours.get('pes')} PE(s)) vs NCCL "
+                     f"{nccl[b]:.2f} us ({anchors.get('pes')} rank(s)); target no slower: {verdict} "
+                     f"(ratio {mine[b] / nccl[b]:.2f})")
+    return "\n".join(lines)

@@ -96,12 +96,17 @@ def measure(sizes: list[int], iters: int, samples: int) -> dict:
     try:
         for nbytes in sizes:
             x = torch.ones(max(1, nbytes // 4), dtype=torch.float32, device="cuda")
-            for mode in ("eager", "graph"):
-                try:
-                    t = _time_calls(torch, lambda: dist.all_reduce(x), iters, samples, mode == "graph")
-                    report["results"].append(_row("nccl_allreduce", nbytes, mode, t))
-                except Exception as exc:  # noqa: BLE001
-                    report["not_measured"][f"nccl_allreduce {mode} {nbytes}"] = str(exc).splitlines()[0]
+            gathered = torch.empty(x.numel() * dist.get_world_size(), dtype=x.dtype, device="cuda")
+            # allreduce is in place in torch (at one rank NCCL may launch nothing); allgather is
+            # out of place (at one rank a copy kernel): both are anchors.
+            for name, fn in (("nccl_allreduce", lambda: dist.all_reduce(x)),
+                             ("nccl_allgather", lambda: dist.all_gather_into_tensor(gathered, x))):
+                for mode in ("eager", "graph"):
+                    try:
+                        report["results"].append(_row(name, nbytes, mode,
+                                                      _time_calls(torch, fn, iters, samples, mode == "graph")))
+                    except Exception as exc:  # noqa: BLE001
+                        report["not_measured"][f"{name} {mode} {nbytes}"] = str(exc).splitlines()[0]
         _symm_mem(torch, dist, sizes, iters, samples, report)
     finally:
         dist.destroy_process_group()
