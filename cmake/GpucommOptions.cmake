@@ -85,35 +85,41 @@ function(gpucomm_add_subdirectories)
   endforeach()
 endfunction()
 
-# A toolchain that links the C++ runtime statically (a g++ wrapper adding -static-libstdc++, as
-# some machines install) would give libgpucomm and the Python extension each a private copy of
-# libstdc++. Exceptions thrown by one copy and caught by the other then break (the thrower's
-# uncaught-exception count never drops), and in a Python process that already loaded the shared
-# libstdc++ (numpy does) the copies' locale tables mix and the first std::ostringstream crashes.
-# Where the driver would link libstdc++ statically, these shared libraries link the shared
-# runtime (libstdc++.so.6) explicitly instead, so every module of a process shares one.
+# A toolchain whose library path finds libstdc++.a before any libstdc++.so (a compiler installed
+# outside /usr with only the static runtime beside it, as some machines have) links a private
+# copy of libstdc++ into libgpucomm and into the Python extension. Exceptions thrown by one copy
+# and caught by the other then break, and in a Python process that already loaded the shared
+# libstdc++ (numpy does) the copies mix and the first std::ostringstream crashes. A probe library
+# built at configure time shows which runtime the compiler links; where it is the static one, these
+# shared libraries link the shared runtime (libstdc++.so.6) explicitly, so a process has one.
 function(gpucomm_use_shared_cxx_runtime target)
   if(NOT CMAKE_SYSTEM_NAME STREQUAL "Linux" OR NOT CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
     return()
   endif()
   if(NOT DEFINED GPUCOMM_SHARED_CXX_RUNTIME)
     set(runtime "")
-    execute_process(COMMAND ${CMAKE_CXX_COMPILER} "-###" -shared -o /dev/null -x c++ /dev/null
-                    OUTPUT_VARIABLE driver_out ERROR_VARIABLE driver_out RESULT_VARIABLE driver_rc)
-    if(driver_rc EQUAL 0 AND driver_out MATCHES "-Bstatic\"? \"?-lstdc\\+\\+")
-      execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=libstdc++.so.6
-                      OUTPUT_VARIABLE found OUTPUT_STRIP_TRAILING_WHITESPACE)
-      if(NOT IS_ABSOLUTE "${found}" OR NOT EXISTS "${found}")
-        find_file(found_system NAMES libstdc++.so.6 PATHS /usr/lib/x86_64-linux-gnu /lib/x86_64-linux-gnu
-                  /usr/lib/aarch64-linux-gnu /usr/lib64 /lib64 NO_DEFAULT_PATH)
-        set(found "${found_system}")
-      endif()
-      if(found AND EXISTS "${found}")
-        set(runtime "${found}")
-        message(STATUS "gpucomm: ${CMAKE_CXX_COMPILER} links libstdc++ statically; shared libraries link ${runtime}")
-      else()
-        message(WARNING "gpucomm: ${CMAKE_CXX_COMPILER} links libstdc++ statically and no libstdc++.so.6 was "
-                        "found: the Python extension may fail when it loads beside another C++ library")
+    set(probe_dir "${CMAKE_BINARY_DIR}/cxx_runtime_probe")
+    file(MAKE_DIRECTORY "${probe_dir}")
+    file(WRITE "${probe_dir}/probe.cpp" "#include <sstream>\nstd::string probe(int v) { std::ostringstream o; o << v; return o.str(); }\n")
+    execute_process(COMMAND ${CMAKE_CXX_COMPILER} -shared -fPIC -o "${probe_dir}/probe.so" "${probe_dir}/probe.cpp"
+                    RESULT_VARIABLE probe_rc OUTPUT_QUIET ERROR_QUIET)
+    if(probe_rc EQUAL 0)
+      file(STRINGS "${probe_dir}/probe.so" needs_shared REGEX "libstdc\\+\\+\\.so")
+      if(NOT needs_shared)
+        execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=libstdc++.so.6
+                        OUTPUT_VARIABLE found OUTPUT_STRIP_TRAILING_WHITESPACE)
+        if(NOT IS_ABSOLUTE "${found}" OR NOT EXISTS "${found}")
+          find_file(GPUCOMM_SYSTEM_LIBSTDCXX NAMES libstdc++.so.6 PATHS /usr/lib/x86_64-linux-gnu /lib/x86_64-linux-gnu
+                    /usr/lib/aarch64-linux-gnu /usr/lib64 /lib64 NO_DEFAULT_PATH)
+          set(found "${GPUCOMM_SYSTEM_LIBSTDCXX}")
+        endif()
+        if(found AND EXISTS "${found}")
+          set(runtime "${found}")
+          message(STATUS "gpucomm: ${CMAKE_CXX_COMPILER} links libstdc++ statically; shared libraries link ${runtime}")
+        else()
+          message(WARNING "gpucomm: ${CMAKE_CXX_COMPILER} links libstdc++ statically and no libstdc++.so.6 was "
+                          "found: the Python extension may fail where another C++ library is loaded")
+        endif()
       endif()
     endif()
     set(GPUCOMM_SHARED_CXX_RUNTIME "${runtime}" CACHE INTERNAL "libstdc++.so.6 linked explicitly (empty: not needed)")
