@@ -15,8 +15,11 @@ a ``torch.cuda.Stream``, a ``cupy.cuda.Stream``, or anything with ``cuda_stream`
 otherwise on torch's current stream of the tensors' device when an argument is a torch tensor
 (so it is ordered after the torch work queued before it and before the torch work queued after
 it), on cupy's current stream when an argument is a cupy array, and on the runtime's own stream
-otherwise. Blocking calls given torch tensors on the GPU (cupy arrays) first wait for torch's
-(cupy's) current stream, so that they read the data the queued kernels produce.
+otherwise. A framework stream whose handle is 0 (torch's and cupy's default stream: the legacy
+default stream) becomes ``cudaStreamLegacy`` (handle 1), because the integer 0 given to gpucomm means
+the runtime's own stream, which is not ordered with the legacy default stream. Blocking calls given
+torch tensors on the GPU (cupy arrays) first wait for torch's (cupy's) current stream, so that they
+read the data the queued kernels produce.
 """
 from __future__ import annotations
 
@@ -44,8 +47,17 @@ def like(raw: Any, template: Any) -> Any:
     return sys.modules[fw].from_dlpack(raw)
 
 
+# cudaStreamLegacy: the legacy default stream, named explicitly (the integer 0 is the runtime's stream).
+LEGACY_DEFAULT_STREAM = 1
+
+
+def _framework_handle(value: int) -> int:
+    return LEGACY_DEFAULT_STREAM if value == 0 else value
+
+
 def stream_handle(stream: Any) -> int:
-    """The CUDA stream handle (cudaStream_t as an integer) of `stream`."""
+    """The CUDA stream handle (cudaStream_t as an integer) of `stream`; a framework stream object for
+    the default stream gives cudaStreamLegacy."""
     if isinstance(stream, bool):
         raise TypeError("gpucomm: stream must be a CUDA stream or its handle, got a bool")
     if isinstance(stream, int):
@@ -55,7 +67,7 @@ def stream_handle(stream: Any) -> int:
     for attr in ("cuda_stream", "ptr"):
         value = getattr(stream, attr, None)
         if isinstance(value, int) and not isinstance(value, bool):
-            return value
+            return _framework_handle(value)
     raise TypeError(f"gpucomm: stream must be an integer handle, a torch.cuda.Stream or a cupy.cuda.Stream, "
                     f"got {type(stream).__qualname__}")
 
@@ -75,10 +87,10 @@ def stream_for(arrays: Iterable[Any], stream: Any = None, fallback: int = 0) -> 
     device = _torch_device(arrays)
     if device is not None:
         import torch
-        return int(torch.cuda.current_stream(device).cuda_stream)
+        return _framework_handle(int(torch.cuda.current_stream(device).cuda_stream))
     if any(framework(a) == "cupy" for a in arrays):
         import cupy
-        return int(cupy.cuda.get_current_stream().ptr)
+        return _framework_handle(int(cupy.cuda.get_current_stream().ptr))
     return fallback
 
 

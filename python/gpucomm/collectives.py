@@ -28,22 +28,10 @@ def _module_of(x: Any) -> str:
 
 
 def _stream_of(x: Any, stream: Any) -> int:
-    """The CUDA stream (as an int) the call goes on: the given one, else the framework's current one."""
-    if stream is not None:
-        if isinstance(stream, int):
-            return stream
-        for attr in ("cuda_stream", "ptr"):
-            if hasattr(stream, attr):
-                return int(getattr(stream, attr))
-        raise TypeError(f"gpucomm: stream must be an int or have cuda_stream/ptr, not {type(stream).__name__}")
-    mod = _module_of(x)
-    if mod == "torch" and getattr(x, "is_cuda", False):
-        import torch
-        return int(torch.cuda.current_stream(x.device).cuda_stream)
-    if mod == "cupy":
-        import cupy
-        return int(cupy.cuda.get_current_stream().ptr)
-    return 0
+    """The CUDA stream (as an int) the call goes on: the given one, else the framework's current one
+    (gpucomm.arrays.stream_for: a framework's default stream is named as cudaStreamLegacy)."""
+    from .arrays import stream_for
+    return stream_for([x], stream, 0)
 
 
 def _empty(x: Any, n: int) -> Any:

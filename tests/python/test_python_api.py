@@ -97,6 +97,10 @@ def test_adapter_names_frameworks_and_streams():
     assert arrays.stream_handle(7) == 7
     assert arrays.stream_handle(type("S", (), {"cuda_stream": 1234})()) == 1234
     assert arrays.stream_handle(type("C", (), {"ptr": 99})()) == 99
+    # A framework's default stream (handle 0) is the legacy default stream, named explicitly: the
+    # integer 0 means the runtime's own stream.
+    assert arrays.stream_handle(type("S", (), {"cuda_stream": 0})()) == arrays.LEGACY_DEFAULT_STREAM == 1
+    assert arrays.stream_handle(0) == 0
     for bad, kind in ((-1, ValueError), (True, TypeError), ("s", TypeError)):
         with pytest.raises(kind):
             arrays.stream_handle(bad)
@@ -117,7 +121,7 @@ def test_adapter_follows_torch_current_stream():
     s = torch.cuda.Stream()
     with torch.cuda.stream(s):
         assert arrays.stream_for([t], None, 0) == s.cuda_stream
-    assert arrays.stream_for([t], None, 0) == torch.cuda.current_stream().cuda_stream
+    assert arrays.stream_for([t], None, 0) == (torch.cuda.current_stream().cuda_stream or arrays.LEGACY_DEFAULT_STREAM)
     assert arrays.framework(t) == "torch"
     assert isinstance(arrays.like(t, t), torch.Tensor)  # torch.from_dlpack of a tensor
 
