@@ -11,7 +11,8 @@ shared-memory races only; the global-memory protocols rely on the ordering litmu
 that need concurrent kernels (the tool serializes kernels, so a kernel that waits for the GPU
 service agent or for another PE's kernel on the same GPU would wait forever) or that trap on
 purpose (the tool reports every trap) are skipped with the reason. Tests not started when the
-budget (default 540 s) is spent are listed as not run. GPUCOMM_UNDER_SANITIZER=TOOL is set for the
+budget (default 540 s) is spent are listed as not run, and one the budget stops is listed as cut
+(unfinished, not a finding). GPUCOMM_UNDER_SANITIZER=TOOL is set for the
 tests (tests/support: GPUCOMM_SKIP_UNDER_SANITIZER). Prints one line per test, and JSON with
 --json; exit code 0 when every test that ran was clean, 1 otherwise, 2 on usage errors.
 """
@@ -110,6 +111,9 @@ def main() -> int:
             else:
                 t0 = time.monotonic()
                 what, why = run_one(t, a.tool, min(PER_TEST_LIMIT_S, left))
+                if what == "timeout" and left < PER_TEST_LIMIT_S:
+                    # Cut by the call's budget, not by its own limit: unfinished, not a finding.
+                    what, why = "cut", f"stopped after {left:.0f} s when the {a.budget:.0f} s budget ran out"
                 results.append({"test": name, "result": what, "seconds": round(time.monotonic() - t0, 1),
                                 "detail": why})
                 print(f"{what:8s} {a.tool} {name} ({results[-1]['seconds']} s)", flush=True)
@@ -122,7 +126,8 @@ def main() -> int:
         print(f"{shown} {a.tool} {name}" + (f": {why}" if why else ""), flush=True)
     bad = [r for r in results if r["result"] in ("errors", "timeout")]
     ran = [r for r in results if r["result"] in ("clean", "errors", "timeout", "skipped") and r["seconds"] > 0]
-    print(f"{a.tool}: {len(ran)} test(s) run, {len(bad)} with errors, "
+    cut = [r for r in results if r["result"] == "cut"]
+    print(f"{a.tool}: {len(ran)} test(s) run, {len(bad)} with errors, {len(cut)} cut by the budget, "
           f"{time.monotonic() - start:.0f} s of a {a.budget:.0f} s budget")
     if a.json:
         with open(a.json, "w") as f:
