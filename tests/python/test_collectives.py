@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from test_rma_python import _gpu_count
+from gpus import gpu_count
 
 SCRIPT = textwrap.dedent("""
     import sys
@@ -110,7 +110,7 @@ def test_collectives_on_host_pes(run_gpucomm, build, script):
 
 
 def test_collectives_on_gpu_pes(run_gpucomm, build, script):
-    if _gpu_count() < 1:
+    if gpu_count() < 1:
         pytest.skip("needs a GPU")
     if not _core_built(build):
         pytest.skip("gpucomm._core not built")

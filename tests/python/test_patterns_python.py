@@ -7,7 +7,7 @@ import sys
 import textwrap
 
 import pytest
-from test_rma_python import _gpu_count
+from gpus import gpu_count
 
 SCRIPT = textwrap.dedent("""
     import numpy as np
@@ -139,7 +139,7 @@ GPU_SCRIPT = textwrap.dedent("""
 
 
 def test_patterns_on_a_gpu_pe(gpucomm_env, tmp_path):
-    if _gpu_count() < 1:
+    if gpu_count() < 1:
         pytest.skip("needs a GPU")
     try:
         import torch  # noqa: F401

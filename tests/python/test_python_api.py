@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from gpus import gpu_count
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 HOST = {"GPUCOMM_DEVICE": "host", "GPUCOMM_HEAP_SIZE": "16M", "GPUCOMM_TIMEOUT": "60"}
@@ -21,14 +23,6 @@ def _core(build):
         pytest.skip("gpucomm._core not built")
     import gpucomm
     return gpucomm._load_core()
-
-
-def _gpu_count() -> int:
-    try:
-        from gpucomm.launch.gpus import visible_gpu_count
-        return visible_gpu_count()
-    except Exception:  # noqa: BLE001
-        return 0
 
 
 def _ranks_ok(r, n: int, marker: str) -> None:
@@ -47,7 +41,7 @@ def test_every_one_sided_call_on_host_pes(run_gpucomm, build):
 
 def test_one_sided_calls_with_torch_on_gpu_pes(run_gpucomm, build):
     _core(build)
-    if _gpu_count() < 1:
+    if gpu_count() < 1:
         pytest.skip("needs a GPU")
     pytest.importorskip("torch")
     r = run_gpucomm("run", "-n", "2", "--tag-output", "--", sys.executable, str(HERE / "pe_one_sided_gpu.py"),
@@ -76,7 +70,7 @@ def test_ring_exchange_of_the_docs_runs_on_host_pes(run_gpucomm, build, tmp_path
 
 def test_torch_example_of_the_docs_runs_on_gpu_pes(run_gpucomm, build, tmp_path):
     _core(build)
-    if _gpu_count() < 1:
+    if gpu_count() < 1:
         pytest.skip("needs a GPU")
     pytest.importorskip("torch")
     script = tmp_path / "torch_ring.py"

@@ -4,11 +4,12 @@ Host-memory PEs (numpy) always run; the GPU variant (torch or cupy) runs where a
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import textwrap
 
 import pytest
+
+from gpus import gpu_count
 
 SCRIPT = textwrap.dedent("""
     import sys
@@ -73,14 +74,6 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def _gpu_count() -> int:
-    try:
-        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20)
-        return len([l for l in out.stdout.splitlines() if l.startswith("GPU ")]) if out.returncode == 0 else 0
-    except (OSError, subprocess.SubprocessError):
-        return 0
-
-
 @pytest.fixture
 def script(tmp_path):
     p = tmp_path / "rma_script.py"
@@ -104,7 +97,7 @@ def test_symmetric_arrays_on_host_pes(run_gpucomm, build, script):
 
 
 def test_symmetric_arrays_on_gpu_pes(run_gpucomm, build, script):
-    if _gpu_count() < 1:
+    if gpu_count() < 1:
         pytest.skip("needs a GPU")
     if not _core_built(build):
         pytest.skip("gpucomm._core not built")
