@@ -5,18 +5,13 @@
 #include <gtest/gtest.h>
 
 #include "coll_kernels.cuh"
+#include "cuda_assert.hpp"
 #include "gpucomm/collectives/numeric.hpp"
 #include "test_support.hpp"
 
 using namespace coll_check;
 
 namespace {
-
-#define CUDA_OK(call)                                                      \
-  do {                                                                     \
-    cudaError_t e_ = (call);                                               \
-    ASSERT_EQ(e_, cudaSuccess) << #call << ": " << cudaGetErrorString(e_); \
-  } while (0)
 
 // Every 32-bit pattern `base + i` as a float, through the device instruction and the host
 // implementation; counts the differences (NaN inputs included: both must give the canonical NaN).

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_assert.hpp"
 #include "gpucomm/gpucomm.hpp"
 #include "gpucomm/messaging/messaging_device.cuh"
 #include "gpucomm/messaging/messenger.hpp"
@@ -18,12 +19,6 @@ namespace {
 
 using namespace gpucomm;
 using namespace msg_checks;
-
-#define CUDA_OK(x)                                                      \
-  do {                                                                  \
-    cudaError_t e_ = (x);                                               \
-    ASSERT_EQ(e_, cudaSuccess) << #x << ": " << cudaGetErrorString(e_); \
-  } while (0)
 
 struct PairArgs {
   msg::CommHandle comm;

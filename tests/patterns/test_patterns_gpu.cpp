@@ -11,6 +11,7 @@
 #include <cstring>
 #include <functional>
 
+#include "cuda_assert.hpp"
 #include "gpucomm/gpucomm.hpp"
 #include "gpucomm/patterns/patterns.hpp"
 #include "halo_reference.hpp"
@@ -19,8 +20,6 @@
 
 namespace gpucomm::patterns {
 namespace {
-
-#define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
 
 class GpuPlans : public ::testing::Test {
  protected:

@@ -97,6 +97,21 @@ def start_pump(procs: list[subprocess.Popen], streams: list[PeStreams], mode: st
     return [t]
 
 
+# One lock for everything written to the launcher's stdout and stderr: the PEs' lines and the
+# launcher's own messages (write_line), so that no line is cut by another.
+WRITE_LOCK = threading.Lock()
+
+
+def write_line(out, text: str) -> None:
+    """Writes `text` and its newline to `out` as one piece, under the launcher's output lock."""
+    with WRITE_LOCK:
+        try:
+            out.write(text + "\n")
+            out.flush()
+        except (BrokenPipeError, ValueError):  # the reader went away
+            pass
+
+
 def _write(src: _Source, lines: list[bytes], lock: threading.Lock) -> None:
     if not lines:
         return
@@ -110,7 +125,7 @@ def _write(src: _Source, lines: list[bytes], lock: threading.Lock) -> None:
 
 
 def _pump(sources: list[_Source], procs: list[subprocess.Popen], streams: list[PeStreams]) -> None:
-    lock = threading.Lock()
+    lock = WRITE_LOCK
     sel = selectors.DefaultSelector()
     for src in sources:
         sel.register(src.fd, selectors.EVENT_READ, src)

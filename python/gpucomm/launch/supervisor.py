@@ -25,6 +25,8 @@ import subprocess
 import sys
 import time
 
+from .output import write_line
+
 # How long the launcher leaves the store to tell the PEs of a failure before relaying it itself:
 # the store's message is the more precise one (an abort's reason), the relay the safety net.
 RELAY_DELAY_S = 0.1
@@ -33,7 +35,8 @@ TERM_GRACE_S = 2.0
 
 
 def log(msg: str) -> None:
-    print(f"gpucomm run: {msg}", file=sys.stderr, flush=True)
+    # Under the output lock: a PE's line relayed at the same moment never lands inside this one.
+    write_line(sys.stderr, f"gpucomm run: {msg}")
 
 
 def describe_status(code: int) -> str:
