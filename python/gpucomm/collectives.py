@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence
 
+from .arrays import stream_for
+
 
 def _core():
     from . import _load_core
@@ -30,7 +32,6 @@ def _module_of(x: Any) -> str:
 def _stream_of(x: Any, stream: Any) -> int:
     """The CUDA stream (as an int) the call goes on: the given one, else the framework's current one
     (gpucomm.arrays.stream_for: a framework's default stream is named as cudaStreamLegacy)."""
-    from .arrays import stream_for
     return stream_for([x], stream, 0)
 
 

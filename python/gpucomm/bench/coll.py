@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from gpucomm._tools import find_tool
 from gpucomm.launch import LaunchOptions, launch
@@ -102,7 +103,7 @@ def run_anchors(args) -> int:
                                   "NVSHMEM_DISABLE_NVLS": "1"}, check=False).returncode
     if rc != 0 or not out or not args.json or not os.path.exists(out) or not os.path.exists(args.json):
         return rc
-    print(compare_graph_replay(json.load(open(args.json)), json.load(open(out))), flush=True)
+    print(compare_graph_replay(json.loads(Path(args.json).read_text()), json.loads(Path(out).read_text())), flush=True)
     return 0
 
 

@@ -112,10 +112,10 @@ def write_line(out, text: str) -> None:
             pass
 
 
-def _write(src: _Source, lines: list[bytes], lock: threading.Lock) -> None:
+def _write(src: _Source, lines: list[bytes]) -> None:
     if not lines:
         return
-    with lock:
+    with WRITE_LOCK:
         try:
             for line in lines:
                 src.out.buffer.write(src.prefix + line)
@@ -125,7 +125,6 @@ def _write(src: _Source, lines: list[bytes], lock: threading.Lock) -> None:
 
 
 def _pump(sources: list[_Source], procs: list[subprocess.Popen], streams: list[PeStreams]) -> None:
-    lock = WRITE_LOCK
     sel = selectors.DefaultSelector()
     for src in sources:
         sel.register(src.fd, selectors.EVENT_READ, src)
@@ -140,9 +139,9 @@ def _pump(sources: list[_Source], procs: list[subprocess.Popen], streams: list[P
                         raise
                     data = b""
                 if data:
-                    _write(src, _complete_lines(src, data, flush_all=False), lock)
+                    _write(src, _complete_lines(src, data, flush_all=False))
                 else:
-                    _write(src, _complete_lines(src, b"", flush_all=True), lock)
+                    _write(src, _complete_lines(src, b"", flush_all=True))
                     sel.unregister(src.fd)
     finally:
         sel.close()
