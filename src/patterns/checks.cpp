@@ -18,7 +18,7 @@ std::string who(const GlobalPattern& g, uint32_t t) {
 
 // Which transfers each transfer depends on, directly or not (bit sets).
 std::vector<std::vector<uint64_t>> closure(const GlobalPattern& g) {
-  const size_t n = g.transfers.size(), words = (n + 63) / 64;
+  const size_t n = g.transfers.size(), words = n / 64 + (n % 64 != 0);  // no n + 63 overflow
   std::vector<std::vector<uint64_t>> reach(n, std::vector<uint64_t>(words, 0));
   std::vector<int> state(n, 0);  // 0 new, 1 visiting, 2 done
   // Depth-first, iteratively; cycles are reported by the schedule's ordering, here they stop.
