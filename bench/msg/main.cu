@@ -39,6 +39,7 @@ namespace {
 
 constexpr size_t kMaxRndv = size_t(16) << 20;
 constexpr int kRateWindow = 768;
+constexpr uint32_t kRingSlots = 256;
 
 struct Bench : bench::Harness {
   bool quick;
@@ -117,6 +118,47 @@ struct Bench : bench::Harness {
     pingpong_at<coop::Thread>(name, "thread", 32, unexpected);
     pingpong_at<coop::Warp>(name, "warp", 32, unexpected);
     pingpong_at<coop::Block>(name, "block", 256, unexpected);
+  }
+
+  // Latency breakdown of one group messaging itself: ns per irecv, send and wait.
+  template <class C>
+  void steps_at(const char* level, int threads) {
+    unsigned long long* ns = nullptr;
+    ck(cudaMalloc(&ns, 3 * sizeof(unsigned long long)), "cudaMalloc");
+    Result r[3] = {{"step_irecv_ns", level, 8, 1, "ns", {}},
+                   {"step_send_ns", level, 8, 1, "ns", {}},
+                   {"step_wait_ns", level, 8, 1, "ns", {}}};
+    for (int t = 0; t <= trials; ++t) {  // trial 0 warms up
+      timed(1, [&] { msg_bench::k_msg_steps<C><<<1, threads, 0, s>>>(mpi, flags + 64, iters, base, ns, fail); });
+      base += static_cast<uint64_t>(iters);
+      check_fail(std::string("steps (") + level + ")");
+      unsigned long long got[3] = {0, 0, 0};
+      ck(cudaMemcpy(got, ns, sizeof got, cudaMemcpyDeviceToHost), "cudaMemcpy");
+      if (t == 0) continue;
+      for (int k = 0; k < 3; ++k) r[k].samples.push_back(static_cast<double>(got[k]) / iters);
+    }
+    for (auto& x : r) add(std::move(x));
+    (void)cudaFree(ns);
+  }
+
+  void steps() {
+    steps_at<coop::Thread>("thread", 32);
+    steps_at<coop::Warp>("warp", 32);
+    steps_at<coop::Block>("block", 256);
+    unsigned long long* ns = nullptr;
+    ck(cudaMalloc(&ns, msg_bench::kPieces * sizeof(unsigned long long)), "cudaMalloc");
+    std::vector<Result> r;
+    for (int k = 0; k < msg_bench::kPieces; ++k)
+      r.push_back(Result{std::string("piece_") + msg_bench::kPieceNames[k], "thread", 8, 1, "ns", {}});
+    for (int t = 0; t <= trials; ++t) {
+      timed(1, [&] { msg_bench::k_msg_pieces<<<1, 32, 0, s>>>(mpi, flags + 64, 200, ns); });
+      unsigned long long got[msg_bench::kPieces] = {};
+      ck(cudaMemcpy(got, ns, sizeof got, cudaMemcpyDeviceToHost), "cudaMemcpy");
+      if (t == 0) continue;
+      for (int k = 0; k < msg_bench::kPieces; ++k) r[static_cast<size_t>(k)].samples.push_back(got[k] / 200.0);
+    }
+    for (auto& x : r) add(std::move(x));
+    (void)cudaFree(ns);
   }
 
   void rendezvous() {
@@ -214,7 +256,7 @@ int main(int argc, char** argv) {
     } else if (a == "-h" || a == "--help") {
       std::printf(
           "usage: gpucomm run -n 1 -- gpucomm-bench-msg [--quick] "
-          "[--only floors,pingpong,unexpected,rendezvous,rate] [--json FILE]\n"
+          "[--only floors,pingpong,unexpected,rendezvous,rate,steps] [--json FILE]\n"
           "`gpucomm bench msg` runs each section in a process of its own and prints the targets.\n");
       return 0;
     } else {
@@ -235,7 +277,11 @@ int main(int argc, char** argv) {
     ck(cudaGetDeviceProperties(&prop, rt.device_id()), "cudaGetDeviceProperties");
     const std::vector<std::string> devices{std::string(prop.name) + " (GPU " + std::to_string(rt.device_id()) + ")"};
     std::printf("gpucomm-bench-msg: 1 PE on %s%s\n", devices[0].c_str(), quick ? " (quick)" : "");
-    msg::Messenger m(rt);
+    // 256 ring slots per sender (the default is 16, set by memory at 1024 PEs): the rate section
+    // streams hundreds of messages from one PE into one receiver. Recorded in the JSON.
+    msg::MessengerOptions mo{};
+    mo.slots = kRingSlots;
+    msg::Messenger m(rt, mo);
     const msg::Comm cm = m.world();
     const msg::Comm cn = m.world(msg::CommOptions{msg::Mode::no_any_source});
     Bench b(rt, m, cm, cn, quick);
@@ -244,13 +290,14 @@ int main(int argc, char** argv) {
       if (wanted("pingpong")) b.pingpong(false);
       if (wanted("unexpected")) b.pingpong(true);
       if (wanted("rendezvous")) b.rendezvous();
+      if (wanted("steps")) b.steps();
       if (wanted("rate")) b.rate();
     } catch (const std::exception&) {
       m.check_device();  // the messaging layer's record names the wait that failed
       throw;
     }
     if (!json.empty() && !bench::write_json(json, "gpucomm-bench-msg", GPUCOMM_GIT_COMMIT, cmdline, devices, quick,
-                                            b.results, {}, "\"pes\": 1"))
+                                            b.results, {}, "\"pes\": 1, \"ring_slots\": " + std::to_string(kRingSlots)))
       throw std::runtime_error("cannot write " + json);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gpucomm-bench-msg: %s\n", e.what());

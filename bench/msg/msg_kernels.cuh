@@ -163,6 +163,128 @@ __global__ void k_msg_pingpong(msg::CommHandle comm, uint64_t* lines, int iters,
   }
 }
 
+// Latency breakdown of one group alone (no other block competes for the progress lock): per
+// iteration it posts a receive (irecv), sends itself the matching 8-byte message (LL) and waits
+// (the round that takes the submission, drains the message, matches and completes it).
+// ns[0..2] sum the time of the three calls (%globaltimer, read by the leader around each).
+template <class C>
+__global__ void k_msg_steps(msg::CommHandle comm, uint64_t* lines, int iters, uint64_t base, unsigned long long* ns,
+                            Fail* f) {
+  C c;
+  if (!acts(c)) return;
+  uint64_t* out = lines;
+  uint64_t* in = lines + 16;
+  unsigned long long sum[3] = {0, 0, 0};
+  for (int i = 1; i <= iters; ++i) {
+    const uint64_t v = base + static_cast<uint64_t>(i);
+    if (leader(c)) out[0] = v;
+    coop::sync(c);
+    const uint64_t t0 = mem::globaltimer();
+    msg::Request r = msg::irecv(c, comm, in, 8, 0, kPing);
+    const uint64_t t1 = mem::globaltimer();
+    msg::send(c, comm, out, 8, 0, kPing);
+    const uint64_t t2 = mem::globaltimer();
+    const msg::Status st = msg::wait(c, comm, r);
+    const uint64_t t3 = mem::globaltimer();
+    sum[0] += t1 - t0;
+    sum[1] += t2 - t1;
+    sum[2] += t3 - t2;
+    if (leader(c)) {
+      const uint64_t got = mem::load<mem::kDevice>(in, mem::relaxed);
+      if (st.error != 0 || st.bytes != 8 || got != v) record_bad(f, v, v, got);
+    }
+  }
+  if (leader(c))
+    for (int k = 0; k < 3; ++k) ns[k] = sum[k];
+}
+
+// The protocol's pieces timed one by one in one thread (the leader of a thread-level group), ns
+// summed into ns[0..kPieces): what the calls above are made of.
+inline constexpr int kPieces = 13;
+inline const char* const kPieceNames[kPieces] = {
+    "request_take", "submit",    "request_give",  "peer_ring",      "ticket_fadd",    "slots_free",       "write_message_ll",
+    "lock_unlock",  "idle_poll", "round_1msg",    "take_submission", "advance_active", "drain_peer_1msg"};
+__global__ void k_msg_pieces(msg::CommHandle comm, uint64_t* lines, int iters, unsigned long long* ns) {
+  if (threadIdx.x != 0 || blockIdx.x != 0) return;
+  const coop::Thread c;
+  const msg::StateView& s = comm.state;
+  msg::dev::DeviceBackend b(comm.dev, s);
+  unsigned long long sum[kPieces] = {};
+  uint64_t* out = lines;
+  uint64_t* in = lines + 16;
+  auto lap = [&](int k, uint64_t& t) {
+    const uint64_t now = mem::globaltimer();
+    sum[k] += now - t;
+    t = now;
+  };
+  for (int i = 0; i < iters; ++i) {
+    uint64_t t = mem::globaltimer();
+    const int32_t id = msg::proto::request_take(b, s);
+    lap(0, t);
+    msg::proto::submit(b, s,
+                       msg::proto::Submission{static_cast<uint32_t>(id), msg::proto::kSubmitRecv, comm.ctx, 0, kPing,
+                                              reinterpret_cast<char*>(in), 8, nullptr});
+    lap(1, t);
+    // Take it back as the holder would, then free it.
+    while (!b.try_lock()) {
+    }
+    msg::proto::take_submissions(b, c, s);
+    b.unlock();
+    t = mem::globaltimer();
+    msg::CommState& cm = s.comms[comm.ctx];
+    cm.prq_n = 0;  // drop the posted receive again (this kernel owns the PE)
+    msg::proto::request_give(b, s, static_cast<uint32_t>(id));
+    lap(2, t);
+    char* ring = msg::proto::peer_ring(b, s, 0);
+    lap(3, t);
+    const uint64_t tk = b.fadd(&s.peers[0].next_ticket, 1, msg::Ord::relaxed);
+    lap(4, t);
+    const bool free = msg::proto::slots_free(b, s, 0, tk, 1);
+    lap(5, t);
+    msg::wire::Header h{};
+    h.kind = msg::kWireLL;
+    h.ctx = comm.ctx;
+    h.src = 0;
+    h.tag = kPing;
+    h.bytes = 8;
+    out[0] = static_cast<uint64_t>(i);
+    msg::proto::write_message(b, c, s, tk, h, out, nullptr, 0, ring);
+    lap(6, t);
+    while (!b.try_lock()) {
+    }
+    b.unlock();
+    lap(7, t);
+    (void)msg::proto::work_pending(b, c, s);
+    lap(8, t);
+    // Post a receive for the message just written, then one round delivers it.
+    msg::Request r = msg::irecv(c, comm, in, 8, 0, kPing);
+    t = mem::globaltimer();
+    while (!b.try_lock()) {
+    }
+    msg::proto::round(b, c, s, -1);
+    b.unlock();
+    lap(9, t);
+    (void)msg::wait(c, comm, r);
+    // The round's parts, on the next message.
+    out[0] = static_cast<uint64_t>(i);
+    msg::send(c, comm, out, 8, 0, kPing);
+    r = msg::irecv(c, comm, in, 8, 0, kPing);
+    while (!b.try_lock()) {
+    }
+    t = mem::globaltimer();
+    msg::proto::take_submissions(b, c, s);
+    lap(10, t);
+    msg::proto::advance_active(b, c, s, -1);
+    lap(11, t);
+    msg::proto::drain_peer(b, c, s, 0);
+    lap(12, t);
+    b.unlock();
+    (void)msg::wait(c, comm, r);
+    if (!free) break;
+  }
+  for (int k = 0; k < kPieces; ++k) ns[k] = sum[k];
+}
+
 // Rendezvous: block 0 sends `reps` messages of `bytes` from the heap (zero-copy get), block 1
 // receives them; one block each side.
 __global__ void __launch_bounds__(512)
@@ -230,7 +352,7 @@ __global__ void k_rate(RateArgs a) {
     for (int j = 0; j < w; ++j) a.reqs[j] = msg::irecv(c, a.comm, &a.rbuf[j], 8, source, j % a.senders);
     const uint64_t t1 = mem::globaltimer();
     if (leader(c)) mem::store<mem::kDevice>(a.go, a.go_base + static_cast<uint64_t>(round) + 1, mem::release);
-    for (int j = 0; j < w; ++j) (void)msg::wait(c, a.comm, a.reqs[j]);
+    msg::waitall(c, a.comm, a.reqs, w);
     const uint64_t t2 = mem::globaltimer();
     posting += t1 - t0;
     delivery += t2 - t1;

@@ -398,7 +398,7 @@ CommHandle Comm::device_checked(uint32_t version, size_t bytes) const {
   h.size = s.team.size();
   h.team = m.rt.device_team(s.team);
   h.dev = m.rt.device_handle();
-  h.state = m.view_dev;
+  h.state = m.view;
   return h;
 }
 

@@ -105,7 +105,7 @@ LocalLayout local_layout(const Config& c) {
   take(l.req_bits, size_t(c.requests) / 8);
   take(l.unexp, size_t(c.unexpected) * sizeof(Unexp));
   take(l.unexp_bits, size_t(c.unexpected) / 8);
-  take(l.submit, size_t(c.requests) * sizeof(uint64_t));
+  take(l.submit, size_t(c.requests) * kSubmitWords * sizeof(uint64_t));
   take(l.active, size_t(c.requests) * sizeof(uint32_t));
   take(l.comms, kMaxComms * sizeof(CommState));
   take(l.ctl, sizeof(Control));

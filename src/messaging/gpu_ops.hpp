@@ -14,7 +14,7 @@
 
 namespace gpucomm::msg::detail {
 
-cudaError_t launch_ops(const DeviceHandle& h, const StateView* state, const OpList& ops, cudaStream_t s);
+cudaError_t launch_ops(const DeviceHandle& h, const StateView& state, const OpList& ops, cudaStream_t s);
 // Loads the kernel now (lazy loading could otherwise load it while another kernel of the process
 // waits for messaging progress).
 cudaError_t preload_ops();

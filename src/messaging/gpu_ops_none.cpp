@@ -4,7 +4,7 @@
 
 namespace gpucomm::msg::detail {
 
-cudaError_t launch_ops(const DeviceHandle&, const StateView*, const OpList&, cudaStream_t) {
+cudaError_t launch_ops(const DeviceHandle&, const StateView&, const OpList&, cudaStream_t) {
   return cudaErrorNotSupported;
 }
 cudaError_t preload_ops() {

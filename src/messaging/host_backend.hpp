@@ -64,6 +64,11 @@ class HostBackend {
   static void sync(coop::Thread) {}
   static void publish(coop::Thread) {}
   static void publish_local(coop::Thread) {}
+  static void publish_to(coop::Thread, int32_t) {}
+  static void acquire_fence_local() { std::atomic_thread_fence(std::memory_order_acquire); }
+  static void release_fence_local() { std::atomic_thread_fence(std::memory_order_release); }
+  static void acquire_fence_sys() { std::atomic_thread_fence(std::memory_order_acquire); }
+  static bool any(coop::Thread, bool v) { return v; }
   static void copy(coop::Thread, void* dst, const void* src, size_t n) {
     if (n) std::memcpy(dst, src, n);
   }
@@ -87,6 +92,8 @@ class HostBackend {
   }
   static uint64_t ld_sys(const uint64_t* p, Ord o) { return ld(p, o); }
   static void st_sys(uint64_t* p, uint64_t v, Ord o) { st(p, v, o); }
+  static void st_to(int32_t, uint64_t* p, uint64_t v, Ord o) { st(p, v, o); }
+  static void count(uint64_t* p, uint64_t v) { std::atomic_ref<uint64_t>(*p).fetch_add(v, std::memory_order_relaxed); }
 
   // ---- remote ----
   char* peer(const void* sym, int32_t pe) const {
@@ -128,6 +135,12 @@ class HostBackend {
     held_ = nullptr;
     std::atomic_ref<uint64_t>(*lock_).store(0, std::memory_order_release);
   }
+  static void set_own(int32_t) {}
+  static bool owns(const Req&) { return false; }
+  void unlock_and_give(coop::Thread, uint64_t* req_bits, uint32_t id) const {
+    std::atomic_ref<uint64_t>(req_bits[id / 64]).fetch_and(~(uint64_t(1) << (id % 64)), std::memory_order_release);
+    unlock();
+  }
   // After an error escaped a protocol call: releases the lock if this thread holds it.
   void release_if_held() const {
     if (held_ == lock_) unlock();
@@ -149,6 +162,9 @@ class HostBackend {
       std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
   }
+  static bool sample_match() { return true; }
+  static constexpr uint64_t kMatchSampleScale = 1;
+  static constexpr uint32_t kHoldPolls = 1;  // host waiters yield between rounds (shared cores)
   uint64_t timeout_ns() const { return timeout_ns_; }
   uint32_t job_failed() const { return rt_->failed() ? 1u : 0u; }
   [[noreturn]] void fail(const Diag& d) const { raise_diag(d, *cfg_); }

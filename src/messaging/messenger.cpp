@@ -60,7 +60,6 @@ Messenger::Impl::~Impl() {
   if (staging) (void)cudaFree(staging);
   if (stream) (void)cudaStreamDestroy(reinterpret_cast<cudaStream_t>(stream));
   for (uint64_t* e : events) free_local(gpu, e);
-  free_local(gpu, view_dev);
   free_local(gpu, local);
 }
 
@@ -114,7 +113,6 @@ Messenger::Messenger(Runtime& rt, const MessengerOptions& opts) : impl_(std::mak
     m.diag_host = static_cast<Diag*>(d);
     check_cuda(cudaHostGetDevicePointer(reinterpret_cast<void**>(&m.view.diag), d, 0), "cudaHostGetDevicePointer",
                "messaging failure record");
-    m.view_dev = static_cast<StateView*>(alloc_local(true, sizeof(StateView), "messaging state view"));
     // Host-called operations: a stream of their own, results in host-mapped memory, the kernel
     // loaded now (not lazily while another kernel waits for messaging).
     cudaStream_t st = nullptr;
@@ -132,7 +130,6 @@ Messenger::Messenger(Runtime& rt, const MessengerOptions& opts) : impl_(std::mak
     check_cuda(cudaHostGetDevicePointer(reinterpret_cast<void**>(&m.status_dev), o, 0), "cudaHostGetDevicePointer",
                "messaging statuses");
     check_cuda(detail::preload_ops(), "Messenger", "loading the messaging kernel");
-    m.copy_to_state(m.view_dev, &m.view, sizeof(StateView));
   } else {
     const TransportInfo ti = rt.transport_info();
     m.direct.assign(static_cast<size_t>(rt.size()), nullptr);

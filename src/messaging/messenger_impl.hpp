@@ -23,7 +23,6 @@ struct Messenger::Impl {
   char* local = nullptr;  // local tables
   size_t local_bytes = 0;
   StateView view{};               // pointers where the state lives (device pointers on GPU PEs)
-  StateView* view_dev = nullptr;  // GPU PEs: the view in device memory, for kernels
   Diag* diag_host = nullptr;      // GPU PEs: the failure record in host-mapped memory
   std::vector<char*> direct;      // per PE: its heap mapped here when the route is direct
   uint64_t timeout_ns = 0;

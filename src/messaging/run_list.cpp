@@ -21,7 +21,7 @@ void Messenger::Impl::run(detail::OpList& list, Stream on, bool sync, const char
     return;
   }
   auto* s = reinterpret_cast<cudaStream_t>(on ? on : stream);
-  check_cuda(detail::launch_ops(rt.device_handle(), view_dev, list, s), op, "launching the messaging kernel");
+  check_cuda(detail::launch_ops(rt.device_handle(), view, list, s), op, "launching the messaging kernel");
   if (!sync) return;
   const cudaError_t e = cudaStreamSynchronize(s);
   if (e != cudaSuccess) {

@@ -48,6 +48,7 @@ struct Block {
   explicit Block(uint32_t threads) : barrier(threads), warps((threads + 31) / 32) {}
   std::barrier<> barrier;
   std::vector<Warp> warps;
+  std::atomic<int> or_acc{0};  // __syncthreads_or
 };
 
 inline Block* g_block = nullptr;
@@ -164,6 +165,21 @@ inline void __syncwarp(uint32_t mask = 0xffffffffu) {
 }
 inline void __syncthreads() {
   simt::g_block->barrier.arrive_and_wait();
+}
+inline int __any_sync(uint32_t mask, int pred) {
+  return __ballot_sync(mask, pred != 0) != 0 ? 1 : 0;
+}
+// A barrier that also ORs every thread's predicate: a second barrier makes the sum complete
+// before anyone reads it, a third keeps the next call's contributions out until all read it.
+inline int __syncthreads_or(int pred) {
+  simt::Block& b = *simt::g_block;
+  b.barrier.arrive_and_wait();
+  if (pred) b.or_acc.fetch_or(1);
+  b.barrier.arrive_and_wait();
+  const int r = b.or_acc.load();
+  b.barrier.arrive_and_wait();
+  if (threadIdx.x == 0) b.or_acc.store(0);
+  return r;
 }
 inline int __ffs(uint32_t x) {
   return __builtin_ffs(static_cast<int>(x));

@@ -125,7 +125,7 @@ struct Fixture {
     comm.size = 1;
     comm.team = world_team(h);
     comm.dev = h;
-    comm.state = &view;
+    comm.state = view;
     emul::g_diag = &msg_diag;
     emul::g_cfg = &view.cfg;
   }

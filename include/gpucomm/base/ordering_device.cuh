@@ -111,7 +111,7 @@ __device__ __forceinline__ void fence(Order o) {
 
 #if defined(__CUDA_ARCH__)
 #define GPUCOMM_RED_(sem, scope, op, p, v) \
-  asm volatile("red." sem "." scope ".global." op ".u64 [%0], %1;" ::"l"(p), "l"(v) : "memory")
+  asm volatile("red." sem "." scope ".global." op " [%0], %1;" ::"l"(p), "l"(v) : "memory")
 #define GPUCOMM_RED_SCOPES_(sem, op, p, v) \
   do {                                     \
     if constexpr (S == kSystem)            \
@@ -128,9 +128,9 @@ template <Scope S>
 __device__ __forceinline__ void red_add(uint64_t* p, uint64_t v, Order o) {
 #if defined(__CUDA_ARCH__)
   if (o == relaxed)
-    GPUCOMM_RED_SCOPES_("relaxed", "add", p, v);
+    GPUCOMM_RED_SCOPES_("relaxed", "add.u64", p, v);
   else
-    GPUCOMM_RED_SCOPES_("release", "add", p, v);
+    GPUCOMM_RED_SCOPES_("release", "add.u64", p, v);
 #else
   ref<S>(p).fetch_add(v, o);
 #endif
@@ -140,11 +140,24 @@ template <Scope S>
 __device__ __forceinline__ void red_max(uint64_t* p, uint64_t v, Order o) {
 #if defined(__CUDA_ARCH__)
   if (o == relaxed)
-    GPUCOMM_RED_SCOPES_("relaxed", "max", p, v);
+    GPUCOMM_RED_SCOPES_("relaxed", "max.u64", p, v);
   else
-    GPUCOMM_RED_SCOPES_("release", "max", p, v);
+    GPUCOMM_RED_SCOPES_("release", "max.u64", p, v);
 #else
   ref<S>(p).fetch_max(v, o);
+#endif
+}
+
+// Posted bitwise and (clearing bits of an allocation bitmap). `o` is relaxed or release.
+template <Scope S>
+__device__ __forceinline__ void red_and(uint64_t* p, uint64_t v, Order o) {
+#if defined(__CUDA_ARCH__)
+  if (o == relaxed)
+    GPUCOMM_RED_SCOPES_("relaxed", "and.b64", p, v);
+  else
+    GPUCOMM_RED_SCOPES_("release", "and.b64", p, v);
+#else
+  ref<S>(p).fetch_and(v, o);
 #endif
 }
 

@@ -114,6 +114,8 @@ class DeviceBackend {
   }
 
   // ---- words ----
+  // Posted relaxed add (counters): nobody waits for the old value.
+  __device__ void count(uint64_t* p, uint64_t v) const { mem::red_add<mem::kDevice>(p, v, mem::relaxed); }
   __device__ uint64_t ld(const uint64_t* p, Ord o) const { return mem::load<mem::kDevice>(p, load_order(o)); }
   __device__ void st(uint64_t* p, uint64_t v, Ord o) const { mem::store<mem::kDevice>(p, v, store_order(o)); }
   __device__ uint64_t fadd(uint64_t* p, uint64_t v, Ord o) const {
@@ -133,6 +135,32 @@ class DeviceBackend {
   }
   __device__ uint64_t ld_sys(const uint64_t* p, Ord o) const { return mem::load<mem::kSystem>(p, load_order(o)); }
   __device__ void st_sys(uint64_t* p, uint64_t v, Ord o) const { mem::store<mem::kSystem>(p, v, store_order(o)); }
+  // A store into `pe`'s memory through a direct address: device scope when `pe` is this PE (its
+  // readers are this GPU's threads; a release at device scope costs half of one at system scope),
+  // system scope otherwise.
+  __device__ void st_to(int32_t pe, uint64_t* p, uint64_t v, Ord o) const {
+    if (pe == h_.rank)
+      mem::store<mem::kDevice>(p, v, store_order(o));
+    else
+      mem::store<mem::kSystem>(p, v, store_order(o));
+  }
+  // Acquire fences after a relaxed load that saw a flag: of this GPU's threads (submissions), of
+  // any PE (ring slots, words peers write).
+  __device__ void acquire_fence_local() const { mem::fence<mem::kDevice>(mem::acq_rel); }
+  __device__ void release_fence_local() const { mem::fence<mem::kDevice>(mem::acq_rel); }
+  __device__ void acquire_fence_sys() const { mem::fence<mem::kSystem>(mem::acq_rel); }
+  // True on every thread of the group when `v` is true on any.
+  __device__ bool any(coop::Thread, bool v) const { return v; }
+  __device__ bool any(coop::Warp, bool v) const { return __any_sync(0xffffffffu, v) != 0; }
+  __device__ bool any(coop::Block, bool v) const { return __syncthreads_or(v) != 0; }
+  // publish(c) for stores that only `pe` reads: publish_local when `pe` is this PE.
+  template <class C>
+  __device__ void publish_to(C c, int32_t pe) const {
+    if (pe == h_.rank)
+      publish_local(c);
+    else
+      publish(c);
+  }
 
   // ---- remote ----
   __device__ char* peer(const void* sym, int32_t pe) const {
@@ -172,17 +200,106 @@ class DeviceBackend {
     return run_engine(c, cm, e, true);
   }
 
+  // ---- the request the calling group waits for (complete() needs no release for it) ----
+  __device__ void set_own(int32_t id) const { own_ = id; }
+  __device__ bool owns(const Req& q) const { return own_ >= 0 && &q == s_.reqs + own_; }
+
+  // ---- batches (warps and blocks: warp 0 drains; protocol_recv.hpp, drain_ll_batch) ----
+  // This thread's lane when it takes part in a batch (a warp caller's lanes, warp 0 of a block).
+  template <class C>
+  __device__ bool batch_lane(C, uint32_t& lane) const {
+    lane = coop::lane_id();
+    return std::is_same_v<C, coop::Warp> || coop::warp_id() == 0;
+  }
+  __device__ uint32_t batch_ballot(bool p) const { return __ballot_sync(0xffffffffu, p); }
+  __device__ void batch_sync() const { __syncwarp(); }
+  __device__ uint32_t batch_shfl(uint32_t v, int src) const { return __shfl_sync(0xffffffffu, v, src); }
+  __device__ uint64_t batch_shfl(uint64_t v, int src) const {
+    const auto lo = __shfl_sync(0xffffffffu, static_cast<uint32_t>(v), src);
+    const auto hi = __shfl_sync(0xffffffffu, static_cast<uint32_t>(v >> 32), src);
+    return (static_cast<uint64_t>(hi) << 32) | lo;
+  }
+  // Matches the first `n` lanes' messages (`mine`, arrival order = lane order) against `cm`'s PRQ
+  // in one engine call; unmatched ones join the UMQ in lane order with their lane as handle. Returns
+  // this lane's receive handle, or -1.
+  __device__ int32_t batch_match(CommState& cm, const matching::Envelope& mine, uint32_t lane, uint32_t n) const {
+    MatchScratch& m = s_.ctl->match;
+    auto& warp_shared = reinterpret_cast<matching::WarpMatchShared&>(m.taken);
+    if (lane < n) m.batch[lane] = mine;
+    if (lane == 0) {
+      m.n_matches = 0;
+      m.status = 0;
+    }
+    __syncwarp();
+    matching::MatchJob job{};
+    job.umq = cm.umq;
+    job.umq_size = &cm.umq_n;
+    job.umq_cap = cm.cap;
+    job.prq = cm.prq;
+    job.prq_size = &cm.prq_n;
+    job.prq_cap = cm.cap;
+    job.msgs = m.batch;
+    job.n_msgs = n;
+    job.matches = m.batch_matches;
+    job.n_matches = &m.n_matches;
+    job.scratch = m.batch_scratch;
+    job.status = &m.status;
+    switch (cm.mode) {
+      case Mode::no_any_source:
+        matching::match_partitioned(coop::Warp{}, job, warp_shared);
+        break;
+      case Mode::no_unexpected:
+        matching::match_no_unexpected(coop::Warp{}, job, warp_shared);
+        break;
+      default:
+        matching::match_ordered(coop::Warp{}, job, warp_shared);
+        break;
+    }
+    __syncwarp();
+    int32_t recv = -1;
+    const uint32_t nm = m.n_matches;
+    for (uint32_t j = 0; j < nm; ++j)
+      if (m.batch_matches[j].msg == lane) recv = static_cast<int32_t>(m.batch_matches[j].recv);
+    __syncwarp();
+    return recv;
+  }
+
   // ---- progress lock ----
   __device__ bool try_lock() const {
     return mem::compare_exchange<mem::kDevice>(&s_.ctl->lock, uint64_t{0}, uint64_t{1}, mem::acquire) == 0;
   }
   __device__ void unlock() const { mem::store<mem::kDevice>(&s_.ctl->lock, uint64_t{0}, mem::release); }
+  // Leaves the lock and frees request `id` with one fence for both (the group's earlier writes
+  // first: every thread fences, the group syncs, then the leader's two relaxed writes each form a
+  // release pattern with its fence). The caller read what it needs of the request before.
+  template <class C>
+  __device__ void unlock_and_give(C c, uint64_t* req_bits, uint32_t id) const {
+    mem::fence<mem::kDevice>(mem::acq_rel);
+    coop::sync(c);
+    if (coop::thread_rank(c) == 0) {
+      mem::red_and<mem::kDevice>(&req_bits[id / 64], ~(uint64_t(1) << (id % 64)), mem::relaxed);
+      mem::store<mem::kDevice>(&s_.ctl->lock, uint64_t{0}, mem::relaxed);
+    }
+  }
 
   // ---- time and failures ----
   __device__ uint64_t now_ns() const { return mem::globaltimer(); }
   __device__ void pause(uint32_t i) const {
-    if (i > 32) __nanosleep(i > 1024 ? 1000 : 64);
+    if (i > 64) __nanosleep(i > 4096 ? 512 : 64);
   }
+  // Whether to time this match for the `match_ns` counter: about one match in 32 (reading the
+  // global timer twice costs more than a short match), counted 32 times.
+  __device__ bool sample_match() const {
+#if defined(__CUDA_ARCH__)
+    return (clock() & 31u) == 0u;
+#else
+    return (now_ns() & 31u) == 0u;  // the SIMT emulation of the tests
+#endif
+  }
+  static constexpr uint64_t kMatchSampleScale = 32;
+  // Polls a waiter makes while it holds the progress lock (protocol_complete.hpp, wait): some
+  // 50-100 us before it checks the clock and the job's state and lets other groups in.
+  static constexpr uint32_t kHoldPolls = 256;
   __device__ uint64_t timeout_ns() const { return h_.timeout_ns; }
   __device__ uint32_t job_failed() const { return gpucomm::detail::job_failed(h_); }
   // Leaves the messaging record (the first failing thread of the PE wins), then the base record,
@@ -252,6 +369,7 @@ class DeviceBackend {
 
   const DeviceHandle& h_;
   const StateView& s_;
+  mutable int32_t own_ = -1;
 };
 
 }  // namespace gpucomm::msg::dev

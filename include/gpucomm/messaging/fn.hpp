@@ -30,6 +30,14 @@ GPUCOMM_MSG_FN uint32_t lowest_bit(uint64_t v) {
 #endif
 }
 
+GPUCOMM_MSG_FN uint32_t popcount(uint32_t v) {
+#if defined(__CUDA_ARCH__)
+  return static_cast<uint32_t>(__popc(v));
+#else
+  return static_cast<uint32_t>(__builtin_popcount(v));
+#endif
+}
+
 template <class T>
 GPUCOMM_MSG_FN T min_of(T a, T b) {
   return a < b ? a : b;

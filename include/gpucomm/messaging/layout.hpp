@@ -48,6 +48,9 @@ enum WireKind : uint32_t {
 inline constexpr uint64_t kFin = uint64_t(1) << 63;
 inline constexpr uint64_t kCts = uint64_t(1) << 62;
 
+// Words of a submission-ring entry (protocol_alloc.hpp, submit).
+inline constexpr uint32_t kSubmitWords = 16;
+
 // Per peer, local. Sender side: tickets and eager credits taken by any thread of this PE
 // (device-scope atomics). Receiver side: progress only.
 struct alignas(64) PeerState {
@@ -57,7 +60,8 @@ struct alignas(64) PeerState {
   uint64_t returned;     // the credit word last written to the peer
   uint64_t eager_freed;  // eager credits given back to the peer
   uint64_t pool_used;    // bitmap of the peer's pool slots holding payloads
-  uint64_t reserved[2];
+  uint64_t idle_rounds;  // rounds that found the peer's ring empty with credits not yet returned
+  uint64_t reserved;
 };
 
 enum ReqState : uint32_t {
@@ -104,6 +108,8 @@ struct Req {
 };
 
 enum UnexpKind : uint32_t { kUnexpInline = 1, kUnexpPool = 2, kUnexpRts = 3 };
+// The handle of a message's envelope while it is matched, before it has an unexpected entry.
+inline constexpr uint32_t kUnexpPending = 0xffffffffu;
 
 // A message that arrived before its receive: its envelope sits in the UMQ with this entry's index.
 struct Unexp {
@@ -214,6 +220,8 @@ enum class ProtocolFault : uint32_t { none, unknown_comm, pool_full, ll_incomple
 
 // Scratch of the matching engines on a GPU (device_backend_device.cuh): only the progress lock
 // holder matches, so one suffices; global memory, so calling blocks need no shared memory for it.
+inline constexpr uint32_t kBatchMax = 32;  // LL messages a warp drains in one pass (protocol_recv.hpp)
+
 struct MatchScratch {
   uint32_t taken[matching::kWarpMaxTargets / 32];  // matching::WarpMatchShared
   matching::Envelope probe;
@@ -221,6 +229,10 @@ struct MatchScratch {
   int32_t scratch[2];
   uint32_t n_matches;
   uint32_t status;
+  // A batch of messages (drain_ll_batch): envelopes in arrival order, the engine's matches.
+  matching::Envelope batch[kBatchMax];
+  matching::Match batch_matches[kBatchMax];
+  int32_t batch_scratch[kBatchMax];
 };
 
 // Local control words. The progress lock serializes progress; the submission ring hands new
@@ -252,7 +264,7 @@ struct StateView {
   uint64_t* req_bits;    // [requests / 64]: allocated requests
   Unexp* unexp;          // [unexpected]
   uint64_t* unexp_bits;  // [unexpected / 64]
-  uint64_t* submit;      // [requests]
+  uint64_t* submit;      // [requests][kSubmitWords]: the submission ring
   uint32_t* active;      // [requests]: requests progress advances
   CommState* comms;      // [kMaxComms]
   Control* ctl;

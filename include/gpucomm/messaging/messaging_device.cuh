@@ -34,18 +34,18 @@ __device__ __noinline__ inline void bad_argument(const CommHandle& comm, DiagOp 
   d.rank = static_cast<int32_t>(value);
   d.value = static_cast<uint64_t>(value);
   d.limit = static_cast<uint64_t>(limit);
-  dev::DeviceBackend(comm.dev, *comm.state).fail(d);
+  dev::DeviceBackend(comm.dev, comm.state).fail(d);
 }
 
 // A handle made by this library's headers and version, for a live communicator (every build: a
 // foreign or stale handle would corrupt the state).
 __device__ inline void check_comm(const CommHandle& comm, DiagOp op) {
   if (comm.magic != kCommMagic || comm.version != kCommVersion || comm.bytes != sizeof(CommHandle) ||
-      comm.state == nullptr) {
+      comm.state.ctl == nullptr) {
     gpucomm::detail::fail(comm.dev, DeviceFault::bad_handle, DeviceOp::message, -1, nullptr, Cmp::eq, kCommMagic,
                           comm.magic, 0);
   }
-  if (static_cast<uint32_t>(comm.ctx) >= static_cast<uint32_t>(kMaxComms) || !comm.state->comms[comm.ctx].live)
+  if (static_cast<uint32_t>(comm.ctx) >= static_cast<uint32_t>(kMaxComms) || !comm.state.comms[comm.ctx].live)
     bad_argument(comm, op, DiagArg::comm, comm.ctx, kMaxComms);
 }
 
@@ -83,8 +83,8 @@ __device__ inline void check_started(const CommHandle& comm, DiagOp op, const pr
     d.arg = static_cast<uint32_t>(DiagArg::request);
     d.ctx = comm.ctx;
     d.peer = -1;
-    d.limit = comm.state->cfg.requests;
-    dev::DeviceBackend(comm.dev, *comm.state).fail(d);
+    d.limit = comm.state.cfg.requests;
+    dev::DeviceBackend(comm.dev, comm.state).fail(d);
   }
 }
 
@@ -100,7 +100,7 @@ __device__ inline Request isend(C c, const CommHandle& comm, const void* buf, si
   detail::check_peer(comm, DiagOp::isend, dest, false);
   detail::check_tag(comm, DiagOp::isend, tag, false);
   detail::check_buffer(comm, DiagOp::isend, buf, bytes);
-  const StateView& s = *comm.state;
+  const StateView& s = comm.state;
   dev::DeviceBackend b(comm.dev, s);
   if (dest == kProcNull) {
     if (b.leader(c) && event.counter) b.fadd(event.counter, 1, Ord::release);
@@ -122,7 +122,7 @@ __device__ inline Request irecv(C c, const CommHandle& comm, void* buf, size_t b
   detail::check_peer(comm, DiagOp::irecv, source, true);
   detail::check_tag(comm, DiagOp::irecv, tag, true);
   detail::check_buffer(comm, DiagOp::irecv, buf, bytes);
-  const StateView& s = *comm.state;
+  const StateView& s = comm.state;
   dev::DeviceBackend b(comm.dev, s);
   const proto::Started r =
       proto::recv_start(b, c, s, proto::RecvArgs{buf, bytes, source, tag, comm.ctx, 0, event.counter});
@@ -133,7 +133,7 @@ __device__ inline Request irecv(C c, const CommHandle& comm, void* buf, size_t b
 // True when the request completed (status in *status; the request becomes null).
 template <class C>
 __device__ inline bool test(C c, const CommHandle& comm, Request& r, Status* status = nullptr) {
-  const StateView& s = *comm.state;
+  const StateView& s = comm.state;
   dev::DeviceBackend b(comm.dev, s);
   Status st{};
   const bool done = proto::test(b, c, s, r, st);
@@ -143,13 +143,28 @@ __device__ inline bool test(C c, const CommHandle& comm, Request& r, Status* sta
 
 template <class C>
 __device__ inline Status wait(C c, const CommHandle& comm, Request& r) {
-  const StateView& s = *comm.state;
+  const StateView& s = comm.state;
   dev::DeviceBackend b(comm.dev, s);
   return proto::wait(b, c, s, r);
 }
 
+// Waits for all of rs[0..n). With arrays the whole group sees (global or shared memory), the
+// group's threads check and finish the requests in parallel (a thread per request, a round of
+// progress between passes); with per-thread arrays (local memory) it waits for one after another.
 template <class C>
 __device__ inline void waitall(C c, const CommHandle& comm, Request* rs, int n, Status* statuses = nullptr) {
+  const StateView& s = comm.state;
+  dev::DeviceBackend b(comm.dev, s);
+  bool shared_arrays = coop::size(c) > 1;
+#if defined(__CUDA_ARCH__)
+  shared_arrays = shared_arrays && !__isLocal(rs) && (statuses == nullptr || !__isLocal(statuses));
+#else
+  shared_arrays = false;
+#endif
+  if (shared_arrays) {
+    proto::waitall(b, c, s, rs, n, statuses);
+    return;
+  }
   for (int i = 0; i < n; ++i) {
     const Status st = wait(c, comm, rs[i]);
     if (statuses) statuses[i] = st;
@@ -171,14 +186,14 @@ __device__ inline int waitany(C c, const CommHandle& comm, Request* rs, int n, S
 template <class C>
 __device__ inline void send(C c, const CommHandle& comm, const void* buf, size_t bytes, int dest, int tag) {
   Request r = isend(c, comm, buf, bytes, dest, tag);
-  const StateView& s = *comm.state;
+  const StateView& s = comm.state;
   proto::wait(dev::DeviceBackend(comm.dev, s), c, s, r, DiagOp::send);
 }
 
 template <class C>
 __device__ inline Status recv(C c, const CommHandle& comm, void* buf, size_t bytes, int source, int tag) {
   Request r = irecv(c, comm, buf, bytes, source, tag);
-  const StateView& s = *comm.state;
+  const StateView& s = comm.state;
   return proto::wait(dev::DeviceBackend(comm.dev, s), c, s, r, DiagOp::recv);
 }
 
@@ -196,7 +211,7 @@ __device__ inline bool improbe(C c, const CommHandle& comm, int source, int tag,
     if (msg) *msg = Message{Message::kProcNull};
     return true;
   }
-  const StateView& s = *comm.state;
+  const StateView& s = comm.state;
   dev::DeviceBackend b(comm.dev, s);
   Status st{};
   uint32_t id = 0;
@@ -216,7 +231,7 @@ __device__ inline bool iprobe(C c, const CommHandle& comm, int source, int tag, 
 // Waits until a message matches (not received); the GPUCOMM_TIMEOUT limit applies.
 template <class C>
 __device__ inline Status probe(C c, const CommHandle& comm, int source, int tag, Message* msg = nullptr) {
-  const StateView& s = *comm.state;
+  const StateView& s = comm.state;
   dev::DeviceBackend b(comm.dev, s);
   Status st{};
   const uint64_t start = b.now_ns();
@@ -253,7 +268,7 @@ template <class C>
 __device__ inline Request imrecv(C c, const CommHandle& comm, void* buf, size_t bytes, Message& msg, Event event = {}) {
   detail::check_comm(comm, DiagOp::mrecv);
   detail::check_buffer(comm, DiagOp::mrecv, buf, bytes);
-  const StateView& s = *comm.state;
+  const StateView& s = comm.state;
   if (msg.id != Message::kProcNull && (msg.id == 0 || msg.id > s.cfg.unexpected))
     detail::bad_argument(comm, DiagOp::mrecv, DiagArg::message, msg.id, s.cfg.unexpected);
   dev::DeviceBackend b(comm.dev, s);
@@ -273,14 +288,14 @@ __device__ inline Status mrecv(C c, const CommHandle& comm, void* buf, size_t by
 // Cancels a receive that has not matched; wait then reports kErrCancelled.
 template <class C>
 __device__ inline void cancel(C c, const CommHandle& comm, const Request& r) {
-  const StateView& s = *comm.state;
+  const StateView& s = comm.state;
   proto::cancel(dev::DeviceBackend(comm.dev, s), c, s, r);
 }
 
 // One progress round if no other group is progressing this PE.
 template <class C>
 __device__ inline bool progress(C c, const CommHandle& comm) {
-  const StateView& s = *comm.state;
+  const StateView& s = comm.state;
   return proto::progress(dev::DeviceBackend(comm.dev, s), c, s);
 }
 
@@ -292,7 +307,7 @@ __device__ inline uint64_t event_value(const Event& e) {
 // Waits (progressing) until the event counted `value` completions.
 template <class C>
 __device__ inline void event_wait(C c, const CommHandle& comm, const Event& e, uint64_t value) {
-  const StateView& s = *comm.state;
+  const StateView& s = comm.state;
   dev::DeviceBackend b(comm.dev, s);
   if (e.counter == nullptr) detail::bad_argument(comm, DiagOp::event_wait, DiagArg::event, 0, 0);
   const uint64_t start = b.now_ns();

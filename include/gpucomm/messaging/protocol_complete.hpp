@@ -26,22 +26,14 @@ GPUCOMM_MSG_OUTLINE Started recv_start(const B& b, C c, const StateView& s, cons
     if (b.leader(c) && a.event) b.fadd(a.event, 1, Ord::release);
     return Started{Request::kProcNull, 0};
   }
+  // The entry's fields are written by the progress holder when it takes the submission.
   int32_t id = -1;
   if (b.leader(c)) {
     id = request_take(b, s);
-    if (id >= 0) {
-      Req& q = s.reqs[id];
-      q.flags = kReqIsRecv;
-      q.state = kReqRecvPosted;
-      q.ctx = a.ctx;
-      q.pe = -1;
-      q.rank = a.src;
-      q.tag = a.tag;
-      q.buf = static_cast<char*>(a.buf);
-      q.bytes = a.bytes;
-      q.event = a.event;
-      submit(b, s, static_cast<uint32_t>(id));
-    }
+    if (id >= 0)
+      submit(b, s,
+             Submission{static_cast<uint32_t>(id), kSubmitRecv, a.ctx, a.src, a.tag, static_cast<char*>(a.buf), a.bytes,
+                        a.event});
   }
   id = b.bcast(c, id);
   if (id < 0) return Started{0, static_cast<uint32_t>(DiagKind::resource)};
@@ -95,10 +87,30 @@ GPUCOMM_MSG_OUTLINE void check_status(const B& b, const StateView& s, uint32_t i
   b.fail(d);
 }
 
-// True when the request completed (its status in `st`; the request is reset to null and its
-// entry freed). Progresses the PE once when it is not complete yet.
+// Whether request `id` completed (the group's view of its owner's flag).
 template <class B, class C>
-GPUCOMM_MSG_OUTLINE bool test(const B& b, C c, const StateView& s, Request& r, Status& st, DiagOp op = DiagOp::test) {
+GPUCOMM_MSG_FN bool is_done(const B& b, C c, const StateView& s, uint32_t id) {
+  return b.bcast(c, b.leader(c) && b.ld(&s.reqs[id].done, Ord::acquire) != 0);
+}
+
+// Hands a completed request's status to its owner: applies the communicator's error policy, frees
+// the entry and resets the request to null.
+template <class B, class C>
+GPUCOMM_MSG_FN Status finish(const B& b, C c, const StateView& s, Request& r, DiagOp op) {
+  const uint32_t id = r.id - 1;
+  const Status st = s.reqs[id].status;
+  b.sync(c);  // everyone read the status before the entry is reused
+  if (b.leader(c)) {
+    check_status(b, s, id, st, op);
+    request_give(b, s, id);
+  }
+  r.id = 0;
+  return st;
+}
+
+// A request that needs no progress: null, completed when it was made, or PROC_NULL. True (with its
+// status in `st`, the request reset to null) for those.
+GPUCOMM_MSG_FN bool trivially_done(Request& r, Status& st) {
   if (r.id == 0 || r.id == Request::kDone) {
     st = Status{};
     r.id = 0;
@@ -109,42 +121,74 @@ GPUCOMM_MSG_OUTLINE bool test(const B& b, C c, const StateView& s, Request& r, S
     r.id = 0;
     return true;
   }
+  return false;
+}
+
+// True when the request completed (its status in `st`; the request is reset to null and its
+// entry freed). Progresses the PE once when it is not complete yet.
+template <class B, class C>
+GPUCOMM_MSG_OUTLINE bool test(const B& b, C c, const StateView& s, Request& r, Status& st, DiagOp op = DiagOp::test) {
+  if (trivially_done(r, st)) return true;
   const uint32_t id = r.id - 1;
-  Req& q = s.reqs[id];
-  bool done = b.bcast(c, b.leader(c) && b.ld(&q.done, Ord::acquire) != 0);
-  if (!done) {
+  if (!is_done(b, c, s, id)) {
     progress(b, c, s);
-    done = b.bcast(c, b.leader(c) && b.ld(&q.done, Ord::acquire) != 0);
+    if (!is_done(b, c, s, id)) return false;
   }
-  if (!done) return false;
-  st = q.status;
-  b.sync(c);  // everyone read the status before the entry is reused
-  if (b.leader(c)) {
-    check_status(b, s, id, st, op);
-    request_give(b, s, id);
-  }
-  r.id = 0;
+  st = finish(b, c, s, r, op);
   return true;
 }
 
 // Waits for the request with the GPUCOMM_TIMEOUT limit; on failure records who waited for what.
 // A job that failed meanwhile ends the wait with kErrPeerFailure (then the error policy applies).
+// A waiter that gets the progress lock keeps it for up to B::kHoldPolls polls while its request
+// is in flight (GPUs: many; host threads: one, then they yield to the PEs that share the cores):
+// each round serves every request of the PE, and the waiter sees its own completion at once
+// instead of through another group's hand-off; others poll their own `done` meanwhile.
 template <class B, class C>
 GPUCOMM_MSG_OUTLINE Status wait(const B& b, C c, const StateView& s, Request& r, DiagOp op = DiagOp::wait) {
   Status st{};
-  if (test(b, c, s, r, st, op)) return st;
-  const uint64_t start = b.now_ns();
+  if (trivially_done(r, st)) return st;
   const uint32_t id = r.id - 1;
+  uint64_t start = 0;  // read lazily: the global timer costs as much as a round's memory access
   for (uint32_t i = 1;; ++i) {
-    if (test(b, c, s, r, st, op)) return st;
+    if (is_done(b, c, s, id)) return finish(b, c, s, r, op);
+    if (b.bcast(c, b.leader(c) && b.try_lock())) {
+      // Spin on relaxed polls while nothing is new; a round when something is.
+      bool done = false;
+      b.set_own(static_cast<int32_t>(id));
+      for (uint32_t k = 0; k < B::kHoldPolls && !done; ++k) {
+        if (!work_pending(b, c, s)) continue;
+        round(b, c, s, static_cast<int32_t>(id));
+        // Only lock holders complete requests: a relaxed read sees this group's own completion.
+        done = b.bcast(c, b.leader(c) && b.ld(&s.reqs[id].done, Ord::relaxed) != 0);
+      }
+      b.set_own(-1);
+      if (done) {
+        st = s.reqs[id].status;
+        b.sync(c);  // everyone read the status before the entry is freed
+        if (b.leader(c)) {
+          check_status(b, s, id, st, op);
+          s.reqs[id].state = kReqFree;
+          s.reqs[id].done = 0;  // ordered before the bit's release by unlock_and_give's fence
+        }
+        b.unlock_and_give(c, s.req_bits, id);
+        r.id = 0;
+        return st;
+      }
+      b.publish_local(c);  // the rounds' writes happen before the next holder's
+      if (b.leader(c)) b.unlock();
+      b.sync(c);
+    }
     b.pause(i);
     if ((i & 63u) == 0) {
       struct {
         uint32_t failed, late;
       } f{};
       if (b.leader(c)) {
+        const uint64_t now = b.now_ns();
+        if (start == 0) start = now;
         f.failed = b.job_failed();
-        f.late = b.timeout_ns() != 0 && b.now_ns() - start > b.timeout_ns();
+        f.late = b.timeout_ns() != 0 && now - start > b.timeout_ns();
       }
       f = b.bcast(c, f);
       if (f.failed || f.late) {
@@ -160,6 +204,68 @@ GPUCOMM_MSG_OUTLINE Status wait(const B& b, C c, const StateView& s, Request& r,
         return st;
       }
     }
+  }
+}
+
+// Waits for rs[0..n) (arrays the whole group sees): each thread checks the `done` words of its
+// share in one pass (loads in flight together), the group progresses while any is open (holding
+// the lock like wait), then each thread finishes its share. A wait that runs past the timeout (or
+// sees the job fail) hands the open requests to wait(), one by one, for its diagnostics.
+template <class B, class C>
+GPUCOMM_MSG_OUTLINE void waitall(const B& b, C c, const StateView& s, Request* rs, int n, Status* statuses,
+                                 DiagOp op = DiagOp::wait) {
+  const auto me = static_cast<int>(b.group_rank(c));
+  const auto step = static_cast<int>(b.group_size(c));
+  auto any_open = [&] {
+    bool open = false;
+    for (int k = me; k < n && !open; k += step) {
+      const uint32_t id = rs[k].id;
+      open = id != 0 && id < Request::kProcNull && b.ld(&s.reqs[id - 1].done, Ord::acquire) == 0;
+    }
+    return b.any(c, open);
+  };
+  uint64_t start = 0;
+  for (uint32_t i = 1; any_open(); ++i) {
+    if (b.bcast(c, b.leader(c) && b.try_lock())) {
+      for (uint32_t k = 0; k < B::kHoldPolls; ++k) {
+        if (!work_pending(b, c, s)) continue;
+        round(b, c, s, -1);
+        if ((k & 7u) == 7u) break;  // re-check the requests every few rounds
+      }
+      b.publish_local(c);
+      if (b.leader(c)) b.unlock();
+      b.sync(c);
+    }
+    b.pause(i);
+    if ((i & 63u) == 0) {
+      uint32_t late = 0;
+      if (b.leader(c)) {
+        const uint64_t now = b.now_ns();
+        if (start == 0) start = now;
+        late = b.job_failed() || (b.timeout_ns() != 0 && now - start > b.timeout_ns());
+      }
+      if (b.bcast(c, late)) break;  // wait() below reports it
+    }
+  }
+  for (int k = me; k < n; k += step) {
+    Status st{};
+    Request r = rs[k];
+    if (!trivially_done(r, st)) {
+      const uint32_t id = r.id - 1;
+      if (b.ld(&s.reqs[id].done, Ord::acquire) == 0) continue;  // still open: wait() below
+      st = s.reqs[id].status;
+      check_status(b, s, id, st, op);
+      request_give(b, s, id);
+    }
+    rs[k].id = 0;
+    if (statuses) statuses[k] = st;
+  }
+  b.sync(c);
+  for (int k = 0; k < n; ++k) {
+    if (rs[k].id == 0) continue;
+    const Status st = wait(b, c, s, rs[k], op);
+    if (statuses && b.leader(c)) statuses[k] = st;
+    b.sync(c);
   }
 }
 

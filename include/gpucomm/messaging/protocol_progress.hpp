@@ -43,7 +43,7 @@ GPUCOMM_MSG_FN bool advance_staged_send(const B& b, C c, const StateView& s, uin
     const uint64_t off = k * chunk;
     char* dst = s.staging + (static_cast<uint64_t>(q.pair) * 2 + (k & 1)) * chunk;
     b.copy(c, dst, q.buf + off, min_of<uint64_t>(chunk, q.bytes - off));
-    b.publish(c);  // the chunk is visible before the receiver learns of it
+    b.publish_to(c, q.pe);  // the chunk is visible before the receiver learns of it
     if (b.leader(c)) {
       q.moved = k + 1;
       remote_set(b, &s.req_words[size_t{2} * q.peer_req + 1], ((k + 1) << 32) | q.pair, q.pe);
@@ -94,23 +94,25 @@ GPUCOMM_MSG_FN bool advance_send(const B& b, C c, const StateView& s, uint32_t i
   return false;
 }
 
-// Receive by get: one chunk per call; FIN to the sender after the last.
+// Receive by get: one chunk per call, or everything when the caller waits for this very request
+// (`whole`: the owner moves its own data with its own group, like a put of the same bytes); FIN
+// to the sender after the last byte.
 template <class B, class C>
-GPUCOMM_MSG_FN bool advance_recv_get(const B& b, C c, const StateView& s, CommState& cm, uint32_t id) {
+GPUCOMM_MSG_FN bool advance_recv_get(const B& b, C c, const StateView& s, CommState& cm, uint32_t id, bool whole) {
   Req& q = s.reqs[id];
   const uint64_t want = q.status.bytes;
   if (q.moved < want) {
-    const uint64_t n = min_of<uint64_t>(s.cfg.chunk_bytes, want - q.moved);
+    const uint64_t n = whole ? want - q.moved : min_of<uint64_t>(s.cfg.chunk_bytes, want - q.moved);
     b.get(c, q.buf + q.moved, b.heap_base() + q.offset + q.moved, n, q.pe);
     b.sync(c);
     if (b.leader(c)) q.moved += n;
     b.sync(c);
   }
   if (q.moved < want) return false;
-  b.publish(c);  // the data was read before the sender may reuse its buffer
+  b.publish_to(c, q.pe);  // the data was read before the sender may reuse its buffer
   if (b.leader(c)) {
     remote_set(b, &s.req_words[size_t{2} * q.peer_req], kFin, q.pe);
-    b.fadd(&cm.counters.received, 1, Ord::relaxed);
+    b.count(&cm.counters.received, 1);
     complete(b, q, q.status);
   }
   return true;
@@ -132,7 +134,7 @@ GPUCOMM_MSG_FN bool advance_recv_staged(const B& b, C c, const StateView& s, Com
       const uint64_t n = min_of<uint64_t>(min_of<uint64_t>(chunk, q.total - off), q.bytes - off);
       b.get(c, q.buf + off, s.staging + (static_cast<uint64_t>(pair) * 2 + (k & 1)) * chunk, n, q.pe);
     }
-    b.publish(c);  // the chunk was read before the sender refills it
+    b.publish_to(c, q.pe);  // the chunk was read before the sender refills it
     if (b.leader(c)) {
       q.moved = k + 1;
       remote_set(b, &s.req_words[size_t{2} * q.peer_req + 1], k + 1, q.pe);
@@ -141,30 +143,31 @@ GPUCOMM_MSG_FN bool advance_recv_staged(const B& b, C c, const StateView& s, Com
   }
   if (q.moved < nchunks) return false;
   if (b.leader(c)) {
-    b.fadd(&cm.counters.received, 1, Ord::relaxed);
+    b.count(&cm.counters.received, 1);
     complete(b, q, q.status);
   }
   return true;
 }
 
+// Advances request `id`; `own` is the request the calling group waits for (or -1).
 template <class B, class C>
-GPUCOMM_MSG_FN bool advance(const B& b, C c, const StateView& s, uint32_t id) {
+GPUCOMM_MSG_FN bool advance(const B& b, C c, const StateView& s, uint32_t id, int32_t own) {
   Req& q = s.reqs[id];
   if (q.flags & kReqIsSend) return advance_send(b, c, s, id);
   CommState* cm = comm_of(s, q.ctx);
-  if (q.state == kReqRecvGet) return advance_recv_get(b, c, s, *cm, id);
+  if (q.state == kReqRecvGet) return advance_recv_get(b, c, s, *cm, id, static_cast<int32_t>(id) == own);
   if (q.state == kReqRecvStaged) return advance_recv_staged(b, c, s, *cm, id);
   return q.state == kReqDone;
 }
 
 // Every active request once; finished ones leave the list.
 template <class B, class C>
-GPUCOMM_MSG_FN bool advance_active(const B& b, C c, const StateView& s) {
+GPUCOMM_MSG_FN bool advance_active(const B& b, C c, const StateView& s, int32_t own) {
   bool any = false;
   for (uint32_t i = 0;;) {
     const int32_t id = b.bcast(c, b.leader(c) ? (i < s.ctl->active_n ? static_cast<int32_t>(s.active[i]) : -1) : 0);
     if (id < 0) break;
-    if (advance(b, c, s, static_cast<uint32_t>(id))) {
+    if (advance(b, c, s, static_cast<uint32_t>(id), own)) {
       if (b.leader(c)) s.active[i] = s.active[--s.ctl->active_n];
       any = true;
     } else {
@@ -181,48 +184,84 @@ template <class B, class C>
 GPUCOMM_MSG_FN bool take_submissions(const B& b, C c, const StateView& s) {
   bool any = false;
   for (;;) {
+    // What the group needs of the submission, from the leader's registers: reading the entry's
+    // fields back would cost a trip to L2 each (stores do not fill the L1 cache).
     struct {
       int32_t id;
       uint32_t room;
-    } n{-1, 0};
+      uint32_t kind;
+      int32_t ctx, rank, tag;
+    } n{-1, 0, 0, 0, 0, 0};
     if (b.leader(c)) {
-      n.id = submission_peek(b, s);
-      if (n.id >= 0) {
-        const Req& q = s.reqs[n.id];
-        const CommState* cm = (q.flags & kReqIsRecv) ? comm_of(s, q.ctx) : nullptr;
+      Submission e{};
+      if (submission_peek(b, s, e)) {
+        n.id = static_cast<int32_t>(e.id);
+        n.kind = e.kind;
+        n.ctx = e.ctx;
+        n.rank = e.rank;
+        n.tag = e.tag;
+        const CommState* cm = e.kind == kSubmitRecv ? comm_of(s, e.ctx) : nullptr;
         n.room = !cm || cm->prq_n < cm->cap ? 1u : 0u;
-        if (n.room) submission_pop(s);
+        if (n.room) {
+          submission_pop(s);
+          if (e.kind == kSubmitRecv) {
+            // The holder writes a receive's entry (the poster only submitted it).
+            Req& q = s.reqs[e.id];
+            q.flags = kReqIsRecv;
+            q.state = kReqRecvPosted;
+            q.ctx = e.ctx;
+            q.pe = -1;
+            q.rank = e.rank;
+            q.tag = e.tag;
+            q.buf = e.buf;
+            q.bytes = e.bytes;
+            q.event = e.event;
+            q.moved = 0;
+          }
+        }
       }
     }
     n = b.bcast(c, n);
     if (n.id < 0 || !n.room) break;
     any = true;
     const auto id = static_cast<uint32_t>(n.id);
-    Req& q = s.reqs[id];
-    if (q.flags & kReqIsSend) {
+    if (n.kind == kSubmitSend) {
       if (b.leader(c)) active_add(s, id);
       b.sync(c);
       continue;
     }
-    CommState& cm = s.comms[q.ctx];
-    const matching::Envelope env{q.ctx, q.rank, q.tag, id};
-    const uint64_t t0 = b.now_ns();
-    const int32_t u = b.match_receive(c, cm, env);
-    if (b.leader(c)) {
-      b.fadd(&cm.counters.matches, 1, Ord::relaxed);
-      b.fadd(&cm.counters.match_ns, b.now_ns() - t0, Ord::relaxed);
-    }
+    CommState& cm = s.comms[n.ctx];
+    const matching::Envelope env{n.ctx, n.rank, n.tag, id};
+    const int32_t u = counted_match(b, c, cm, [&] { return b.match_receive(c, cm, env); });
     if (u >= 0) deliver_unexpected(b, c, s, cm, id, static_cast<uint32_t>(u));
     b.sync(c);
   }
   return any;
 }
 
-// One progress round by the group that holds the lock.
+// Whether a round would find work: a submission waits, a request is active, some sender's next
+// slot arrived, or credits are owed to a sender (idle rounds return them). Relaxed polls only (no
+// fence), so the holder's L1 copies of the tables survive an idle spin; the group's threads split
+// the senders.
 template <class B, class C>
-GPUCOMM_MSG_OUTLINE bool round(const B& b, C c, const StateView& s) {
+GPUCOMM_MSG_FN bool work_pending(const B& b, C c, const StateView& s) {
+  bool w = false;
+  if (b.leader(c)) w = s.ctl->active_n != 0 || submission_waiting(b, s);
+  for (auto pe = static_cast<int32_t>(b.group_rank(c)); pe < s.cfg.npes && !w;
+       pe += static_cast<int32_t>(b.group_size(c))) {
+    const PeerState& p = s.peers[pe];
+    const uint64_t t = p.drained;
+    w = credit_word(p) != p.returned ||
+        wire::arrived(b.ld_sys(reinterpret_cast<const uint64_t*>(ring_slot(s, pe, t)), Ord::relaxed), t) != 0;
+  }
+  return b.any(c, w);
+}
+
+// One progress round by the group that holds the lock; `own` is the request it waits for (or -1).
+template <class B, class C>
+GPUCOMM_MSG_OUTLINE bool round(const B& b, C c, const StateView& s, int32_t own = -1) {
   bool any = take_submissions(b, c, s);
-  any = advance_active(b, c, s) || any;
+  any = advance_active(b, c, s, own) || any;
   for (int32_t pe = 0; pe < s.cfg.npes; ++pe) any = drain_peer(b, c, s, pe) || any;
   return any;
 }

@@ -4,7 +4,9 @@
 // communicator's PRQ, delivers it or keeps it as an unexpected entry, and returns credits. A
 // receive matched to a rendezvous header pulls the data chunk by chunk.
 #include <cstdint>
+#include <type_traits>
 
+#include "gpucomm/base/coop.cuh"
 #include "gpucomm/messaging/protocol_alloc.hpp"
 #include "gpucomm/messaging/wire.hpp"
 
@@ -41,19 +43,22 @@ GPUCOMM_MSG_FN Arrival read_slot(const B& b, const StateView& s, int32_t pe) {
   a.pe = pe;
   a.t = s.peers[pe].drained;
   auto* w = reinterpret_cast<uint64_t*>(ring_slot(s, pe, a.t));
-  const uint64_t w0 = b.ld_sys(&w[0], Ord::acquire);
+  // The slot's first words in one go, relaxed: an LL message needs no more (each word carries the
+  // stamp), an empty slot costs no fence, and the full format fences only when it arrived.
+  uint64_t words[kLLWords];
+  for (uint32_t i = 0; i < kLLWords; ++i) words[i] = b.ld_sys(&w[i], Ord::relaxed);
+  const uint64_t w0 = words[0];
   const int format = wire::arrived(w0, a.t);
   if (format == 0) return a;
-  uint64_t words[kLLWords] = {w0, 0, 0, 0, 0, 0, 0, 0};
   if (format == 1) {
     // The other LL words may still be on their way; each one is valid once it carries the stamp.
     const uint64_t bytes = min_of<uint64_t>((w0 >> 4) & 0xfffu, kLLMaxBytes);
     const uint32_t nw = wire::ll_word_count(bytes);
-    const uint64_t start = b.now_ns();
+    uint64_t start = 0;
     for (uint32_t i = 1; i < nw; ++i) {
-      for (uint32_t spin = 0;; ++spin) {
+      for (uint32_t spin = 0; !wire::ll_word_ok(words[i], a.t); ++spin) {
         words[i] = b.ld_sys(&w[i], Ord::relaxed);
-        if (wire::ll_word_ok(words[i], a.t)) break;
+        if (spin == 0) start = b.now_ns();
         if ((spin & 1023u) == 1023u && b.now_ns() - start > b.timeout_ns() && b.timeout_ns() != 0) {
           Diag d{};
           d.kind = DiagKind::protocol;
@@ -69,6 +74,7 @@ GPUCOMM_MSG_FN Arrival read_slot(const B& b, const StateView& s, int32_t pe) {
     }
     wire::ll_decode(words, a.h);
   } else {
+    b.acquire_fence_sys();  // the sender wrote the header and payload before the stamp (release)
     for (uint32_t i = 1; i < 5; ++i) words[i] = b.ld_sys(&w[i], Ord::relaxed);
     wire::full_decode(w0, words, a.h);
   }
@@ -97,6 +103,7 @@ GPUCOMM_MSG_FN void start_rendezvous(const B& b, const StateView& s, uint32_t id
     q.state = kReqRecvGet;
   } else {
     q.state = kReqRecvStaged;
+    reset_req_words(b, s, id);  // the sender announces chunks in them once it has the CTS
     remote_set(b, &s.req_words[size_t{2} * sreq], kCts | id, pe);
   }
   active_add(s, id);
@@ -108,7 +115,7 @@ template <class B, class C>
 GPUCOMM_MSG_FN void finish_receive(const B& b, C c, const StateView& s, CommState& cm, uint32_t id, const Status& st) {
   b.publish_local(c);
   if (b.leader(c)) {
-    b.fadd(&cm.counters.received, 1, Ord::relaxed);
+    b.count(&cm.counters.received, 1);
     complete(b, s.reqs[id], st);
   }
 }
@@ -126,7 +133,7 @@ GPUCOMM_MSG_FN void deliver_arrival(const B& b, C c, const StateView& s, CommSta
   const Status st = recv_status(a.h.src, a.h.tag, a.h.bytes, q.bytes);
   if (kind == kWireLL) {
     if (b.leader(c))
-      for (uint64_t i = 0; i < st.bytes; ++i) q.buf[i] = static_cast<char>(a.h.data[i]);
+      wire::store_words(q.buf, a.h.data, st.bytes);
   } else {
     const char* ring = ring_slot(s, a.pe, 0);
     ring_segments(s.cfg, a.t, st.bytes,
@@ -156,7 +163,7 @@ GPUCOMM_MSG_FN void stash(const B& b, C c, const StateView& s, uint32_t u, const
     } else if (kind == kWireLL || a.h.bytes <= kInlineBytes) {
       e.kind = kUnexpInline;
       if (kind == kWireLL)
-        for (uint32_t i = 0; i < kInlineBytes; ++i) e.data[i] = a.h.data[i];
+        wire::store_words(reinterpret_cast<char*>(e.data), a.h.data, kLLMaxBytes);
     } else {
       e.kind = kUnexpPool;
       PeerState& p = s.peers[a.pe];
@@ -205,7 +212,7 @@ GPUCOMM_MSG_FN void deliver_unexpected(const B& b, C c, const StateView& s, Comm
   if (e.kind == kUnexpRts) {
     if (b.leader(c)) {
       start_rendezvous(b, s, id, e.pe, e.wire, e.sreq, e.offset, e.bytes, e.env.src, e.env.tag);
-      bitmap_give(b, s.unexp_bits, u);
+      locked_bitmap_give(s.unexp_bits, u);
     }
     b.sync(c);
     return;
@@ -224,7 +231,7 @@ GPUCOMM_MSG_FN void deliver_unexpected(const B& b, C c, const StateView& s, Comm
       p.pool_used &= ~(uint64_t(1) << e.pool_slot);
       p.eager_freed += 1;
     }
-    bitmap_give(b, s.unexp_bits, u);
+    locked_bitmap_give(s.unexp_bits, u);
   }
   finish_receive(b, c, s, cm, id, st);
 }
@@ -232,8 +239,27 @@ GPUCOMM_MSG_FN void deliver_unexpected(const B& b, C c, const StateView& s, Comm
 GPUCOMM_MSG_FN uint64_t credit_word(const PeerState& p) {
   return ((p.eager_freed & 0xffffffffu) << 32) | (p.drained & 0xffffffffu);
 }
-GPUCOMM_MSG_FN bool credits_changed(const StateView& s, int32_t pe) {
-  return credit_word(s.peers[pe]) != s.peers[pe].returned;
+// Rounds a peer's ring may stay empty before credits drained since the last return go back.
+inline constexpr uint64_t kCreditIdleRounds = 8;
+
+// Leader, after draining `pe` (`arrived`: this round took messages from it): whether to return
+// credits now. They go back once a quarter of the ring (or of the eager pool) was freed since the
+// last return, or when the ring stayed empty for kCreditIdleRounds rounds with credits pending:
+// a stream of small messages pays one release per quarter ring, and a sender that waits for
+// credits waits at most those rounds longer (docs/MESSAGING.md, "Flow control").
+GPUCOMM_MSG_FN bool credits_due(const StateView& s, int32_t pe, bool arrived) {
+  PeerState& p = s.peers[pe];
+  const uint64_t want = credit_word(p);
+  if (want == p.returned) return false;
+  const uint32_t slots_freed = static_cast<uint32_t>(want) - static_cast<uint32_t>(p.returned);
+  const uint32_t eager_freed = static_cast<uint32_t>(want >> 32) - static_cast<uint32_t>(p.returned >> 32);
+  if (slots_freed >= (s.cfg.slots + 3) / 4 || (eager_freed != 0 && eager_freed >= (s.cfg.pool_slots + 3) / 4))
+    return true;
+  if (arrived) {
+    p.idle_rounds = 0;
+    return false;
+  }
+  return ++p.idle_rounds >= kCreditIdleRounds;
 }
 
 // Writes this PE's credit word on `pe` when it changed: slots drained (lower half) and eager
@@ -245,6 +271,7 @@ GPUCOMM_MSG_FN void return_credits(const B& b, const StateView& s, int32_t pe) {
   if (want == p.returned) return;
   remote_set(b, &s.credits[s.cfg.rank], want, pe);
   p.returned = want;
+  p.idle_rounds = 0;
 }
 
 // Handles one arrived message. Returns false (nothing consumed) when the communicator's UMQ or the
@@ -264,35 +291,135 @@ GPUCOMM_MSG_FN bool handle_arrival(const B& b, C c, const StateView& s, const Ar
     if (b.leader(c)) b.fail(d);
     return false;
   }
-  int32_t u = -1;
-  if (b.leader(c) && cm->umq_n < cm->cap) u = bitmap_take(b, s.unexp_bits, s.cfg.unexpected);
-  u = b.bcast(c, u);
-  if (u < 0) return false;
-  const matching::Envelope env{a.h.ctx, a.h.src, a.h.tag, static_cast<uint32_t>(u)};
-  const uint64_t t0 = b.now_ns();
-  const int32_t h = b.match_message(c, *cm, env);
-  if (b.leader(c)) {
-    b.fadd(&cm->counters.matches, 1, Ord::relaxed);
-    b.fadd(&cm->counters.match_ns, b.now_ns() - t0, Ord::relaxed);
-  }
+  if (!b.bcast(c, b.leader(c) && cm->umq_n < cm->cap)) return false;
+  // Matched first; an unexpected entry is taken only for a message that joined the UMQ (its
+  // envelope's handle is then patched to the entry).
+  const matching::Envelope env{a.h.ctx, a.h.src, a.h.tag, kUnexpPending};
+  const int32_t h = counted_match(b, c, *cm, [&] { return b.match_message(c, *cm, env); });
   if (h >= 0) {
-    if (b.leader(c)) bitmap_give(b, s.unexp_bits, static_cast<uint32_t>(u));
     deliver_arrival(b, c, s, *cm, static_cast<uint32_t>(h), a);
   } else {
+    int32_t u = -1;
     if (b.leader(c)) {
-      s.unexp[u].env = env;
-      b.fadd(&cm->counters.unexpected, 1, Ord::relaxed);
-      if (cm->mode == Mode::no_unexpected) b.fadd(&cm->counters.assert_violations, 1, Ord::relaxed);
+      u = locked_bitmap_take(s.unexp_bits, s.cfg.unexpected);
+      if (u < 0) {
+        cm->umq_n -= 1;  // no entry to keep it in: the message stays in the ring
+      } else {
+        cm->umq[cm->umq_n - 1].handle = static_cast<uint32_t>(u);
+      }
+    }
+    u = b.bcast(c, u);
+    if (u < 0) return false;
+    if (b.leader(c)) {
+      s.unexp[u].env = matching::Envelope{a.h.ctx, a.h.src, a.h.tag, static_cast<uint32_t>(u)};
+      b.count(&cm->counters.unexpected, 1);
+      if (cm->mode == Mode::no_unexpected) b.count(&cm->counters.assert_violations, 1);
     }
     stash(b, c, s, static_cast<uint32_t>(u), a);
   }
   return true;
 }
 
+// Warps and blocks (warp 0 works): drains the leading run of LL messages of one communicator from
+// sender `pe`'s ring in one pass (docs/MESSAGING.md, "Batches"): lane i reads ticket drained + i,
+// the run is matched by one engine call in arrival order, and each lane delivers its own message
+// (or keeps it as an unexpected entry). Returns the messages consumed; 0 when the next one is not
+// such a message (drain_peer then takes it alone).
+template <class B, class C>
+GPUCOMM_MSG_FN uint32_t drain_ll_batch(const B& b, C c, const StateView& s, int32_t pe) {
+  uint32_t run = 0;
+  uint32_t lane = 0;
+  if (b.batch_lane(c, lane)) {
+    PeerState& p = s.peers[pe];
+    const uint64_t t0 = b.batch_shfl(lane == 0 ? p.drained : uint64_t{0}, 0);
+    const uint64_t t = t0 + lane;
+    wire::Header h{};
+    bool ok = lane < s.cfg.slots;
+    if (ok) {
+      const auto* w = reinterpret_cast<const uint64_t*>(ring_slot(s, pe, t));
+      uint64_t words[kLLWords];
+      for (uint32_t i = 0; i < kLLWords; ++i) words[i] = b.ld_sys(&w[i], Ord::relaxed);
+      ok = wire::arrived(words[0], t) == 1;
+      const uint32_t nw = wire::ll_word_count(min_of<uint64_t>((words[0] >> 4) & 0xfffu, kLLMaxBytes));
+      for (uint32_t i = 1; i < nw && ok; ++i) ok = wire::ll_word_ok(words[i], t);
+      if (ok) wire::ll_decode(words, h);
+      ok = ok && (h.kind & kWireActive) == 0;
+    }
+    const auto ctx = static_cast<int32_t>(b.batch_shfl(static_cast<uint32_t>(h.ctx), 0));
+    const uint32_t okm = b.batch_ballot(ok && h.ctx == ctx);
+    run = okm == 0xffffffffu ? kBatchMax : lowest_bit(~uint64_t{okm});
+    CommState* cm = comm_of(s, ctx);
+    if (!cm) run = 0;
+    // Room in case nothing matches: UMQ entries, and an unexpected entry per message, taken up
+    // front by the leader (those of matched messages go back below).
+    uint32_t umq0 = 0;
+    if (lane == 0 && run) {
+      umq0 = cm->umq_n;
+      run = min_of(run, cm->cap - umq0);
+    }
+    run = b.batch_shfl(run, 0);
+    umq0 = b.batch_shfl(umq0, 0);
+    int32_t u = -1;
+    for (uint32_t k = 0; k < run; ++k) {
+      const auto e = static_cast<int32_t>(
+          b.batch_shfl(static_cast<uint32_t>(lane == 0 ? locked_bitmap_take(s.unexp_bits, s.cfg.unexpected) : 0), 0));
+      if (e < 0) {
+        run = k;
+        break;
+      }
+      if (lane == k) u = e;
+    }
+    if (run) {
+      const matching::Envelope env{ctx, h.src, h.tag, lane};
+      const int32_t recv = b.batch_match(*cm, env, lane, run);
+      const uint32_t unmatched = b.batch_ballot(lane < run && recv < 0);
+      MatchScratch& m = s.ctl->match;
+      m.batch_scratch[lane] = -1;
+      if (lane < run && recv >= 0) {
+        Req& q = s.reqs[recv];
+        const Status st = recv_status(h.src, h.tag, h.bytes, q.bytes);
+        wire::store_words(q.buf, h.data, st.bytes);
+        b.count(&cm->counters.received, 1);
+        complete(b, q, st);
+        m.batch_scratch[lane] = u;  // its unexpected entry goes back
+      } else if (lane < run) {
+        const uint32_t at = umq0 + popcount(unmatched & ((1u << lane) - 1u));
+        cm->umq[at].handle = static_cast<uint32_t>(u);
+        Unexp& e = s.unexp[u];
+        e.kind = kUnexpInline;
+        e.pe = pe;
+        e.bytes = h.bytes;
+        e.wire = h.kind;
+        e.sreq = 0;
+        e.offset = 0;
+        e.pool_slot = 0;
+        e.env = matching::Envelope{ctx, h.src, h.tag, static_cast<uint32_t>(u)};
+        wire::store_words(reinterpret_cast<char*>(e.data), h.data, kLLMaxBytes);
+        b.count(&cm->counters.unexpected, 1);
+        if (cm->mode == Mode::no_unexpected) b.count(&cm->counters.assert_violations, 1);
+      }
+      b.batch_sync();
+      if (lane == 0) {
+        for (uint32_t k = 0; k < run; ++k)
+          if (m.batch_scratch[k] >= 0) locked_bitmap_give(s.unexp_bits, static_cast<uint32_t>(m.batch_scratch[k]));
+        b.count(&cm->counters.matches, run);
+        p.drained = t0 + run;
+      }
+    }
+  }
+  return b.bcast(c, run);
+}
+
 // Drains sender `pe`'s ring (up to one ring's worth) and returns credits. True if any message came.
 template <class B, class C>
 GPUCOMM_MSG_FN bool drain_peer(const B& b, C c, const StateView& s, int32_t pe) {
   bool any = false;
+  if constexpr (!std::is_same_v<C, coop::Thread>) {
+    for (uint32_t k; (k = drain_ll_batch(b, c, s, pe)) != 0;) {
+      any = true;
+      if (k < kBatchMax) break;
+    }
+  }
   for (uint32_t n = 0; n < s.cfg.slots; ++n) {
     Arrival a{};
     if (b.leader(c)) a = read_slot(b, s, pe);
@@ -303,8 +430,8 @@ GPUCOMM_MSG_FN bool drain_peer(const B& b, C c, const StateView& s, int32_t pe) 
     any = true;
   }
   // The group's reads of the slots happen before the credits that free them.
-  if (b.bcast(c, b.leader(c) && credits_changed(s, pe))) {
-    b.publish(c);
+  if (b.bcast(c, b.leader(c) && credits_due(s, pe, any))) {
+    b.publish_to(c, pe);
     if (b.leader(c)) return_credits(b, s, pe);
   }
   return any;

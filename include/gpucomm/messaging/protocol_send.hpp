@@ -43,13 +43,12 @@ GPUCOMM_MSG_FN bool take_eager_credit(const B& b, const StateView& s, int32_t pe
   }
 }
 
-// Leader: LL for tiny messages to directly reachable PEs, eager up to the limit (with an eager
-// credit when the payload is larger than an unexpected entry holds), a rendezvous header otherwise.
-// Active messages are always eager (the caller waits for an eager credit: plan_active).
+// Leader: LL for tiny messages to directly reachable PEs (`direct`), eager up to the limit (with an
+// eager credit when the payload is larger than an unexpected entry holds), a rendezvous header
+// otherwise. Active messages are always eager (the caller waits for an eager credit: plan_active).
 template <class B>
-GPUCOMM_MSG_FN SendPlan plan_send(const B& b, const StateView& s, const SendArgs& a) {
+GPUCOMM_MSG_FN SendPlan plan_send(const B& b, const StateView& s, const SendArgs& a, bool direct) {
   SendPlan p{};
-  const bool direct = b.peer(s.rings, a.pe) != nullptr;
   if (a.bytes <= kLLMaxBytes && direct) {
     p.kind = kWireLL | a.active;
     p.nslots = 1;
@@ -109,19 +108,34 @@ GPUCOMM_MSG_FN void ring_write_payload(const B& b, C c, const StateView& s, int3
   write(0, rest - to_end);
 }
 
-// Writes the message's slots at tickets t.. (their credits are free). `hdr_stage` is global
-// memory for the header words when they go through the proxy (the request's hdr[]).
+// This PE's ring at `pe` as a direct address (plain stores), or null when a proxy serves `pe`.
+template <class B>
+GPUCOMM_MSG_FN char* peer_ring(const B& b, const StateView& s, int32_t pe) {
+  return b.peer(ring_slot(s, s.cfg.rank, 0), pe);
+}
+
+// Writes an LL message (its slot's credit is free) into `ring` (peer_ring): inline, since it is the
+// fast path of every small send; each word carries the stamp, so no fence and no order among the
+// stores (docs/MESSAGING.md).
+template <class B, class C>
+GPUCOMM_MSG_FN void write_ll(const B& b, C c, const StateView& s, uint64_t t, const wire::Header& h, const void* payload,
+                             char* ring) {
+  auto* w = reinterpret_cast<uint64_t*>(ring + (t & (s.cfg.slots - 1)) * s.cfg.slot_bytes);
+  const uint32_t nw = wire::ll_word_count(h.bytes);
+  for (uint32_t i = b.group_rank(c); i < nw; i += b.group_size(c))
+    b.st_sys(&w[i], wire::ll_encode(t, h, static_cast<const uint8_t*>(payload), i), Ord::relaxed);
+}
+
+// Writes the message's slots at tickets t.. (their credits are free). `ring` is peer_ring(pe)
+// (null: through the proxy); `hdr_stage` is global memory for the header words when they go
+// through the proxy (the request's hdr[]).
 template <class B, class C>
 GPUCOMM_MSG_OUTLINE void write_message(const B& b, C c, const StateView& s, uint64_t t, const wire::Header& h,
-                                       const void* payload, uint64_t* hdr_stage, int32_t pe) {
+                                       const void* payload, uint64_t* hdr_stage, int32_t pe, char* ring) {
   char* sym_slot = ring_slot(s, s.cfg.rank, t);
-  char* peer_slot = b.peer(sym_slot, pe);
+  char* peer_slot = ring ? ring + (t & (s.cfg.slots - 1)) * s.cfg.slot_bytes : nullptr;
   if ((h.kind & kWireKindMask) == kWireLL) {
-    // Each word carries the stamp: no fence, no order among the stores (docs/MESSAGING.md).
-    auto* w = reinterpret_cast<uint64_t*>(peer_slot);
-    const uint32_t nw = wire::ll_word_count(h.bytes);
-    for (uint32_t i = b.group_rank(c); i < nw; i += b.group_size(c))
-      b.st_sys(&w[i], wire::ll_encode(t, h, static_cast<const uint8_t*>(payload), i), Ord::relaxed);
+    write_ll(b, c, s, t, h, payload, ring);
     return;
   }
   const bool has_payload = (h.kind & kWireKindMask) == kWireEager;
@@ -134,9 +148,9 @@ GPUCOMM_MSG_OUTLINE void write_message(const B& b, C c, const StateView& s, uint
       auto* dst = reinterpret_cast<uint64_t*>(peer_slot);
       for (int i = 1; i < 8; ++i) b.st_sys(&dst[i], w[i], Ord::relaxed);
     }
-    if (has_payload) ring_write_payload(b, c, s, pe, t, payload, h.bytes, b.peer(ring_slot(s, s.cfg.rank, 0), pe));
-    b.publish(c);
-    if (b.leader(c)) b.st_sys(reinterpret_cast<uint64_t*>(peer_slot), w0, Ord::release);
+    if (has_payload) ring_write_payload(b, c, s, pe, t, payload, h.bytes, ring);
+    b.publish_to(c, pe);
+    if (b.leader(c)) b.st_to(pe, reinterpret_cast<uint64_t*>(peer_slot), w0, Ord::release);
     b.sync(c);
     return;
   }
@@ -165,7 +179,9 @@ GPUCOMM_MSG_FN wire::Header header_of(const SendArgs& a, const SendPlan& p, uint
 
 // Leader: fills a send request.
 GPUCOMM_MSG_FN void fill_send(Req& q, const SendArgs& a, const SendPlan& p, uint64_t t) {
+  q.state = kReqFree;
   q.flags = kReqIsSend;
+  q.moved = 0;
   q.ctx = a.ctx;
   q.pe = a.pe;
   q.rank = a.rank;
@@ -192,7 +208,8 @@ GPUCOMM_MSG_FN bool send_write(const B& b, C c, const StateView& s, uint32_t id)
   SendPlan p{q.kind, q.nslots, 0, 0};
   const uint32_t kind = q.kind & kWireKindMask;
   const uint64_t offset = kind == kWireRtsGet ? b.heap_offset(q.buf) : 0;
-  write_message(b, c, s, q.ticket, header_of(a, p, id, offset), q.buf, q.hdr, q.pe);
+  write_message(b, c, s, q.ticket, header_of(a, p, id, offset), q.buf, q.hdr, q.pe,
+                b.bcast(c, b.leader(c) ? peer_ring(b, s, q.pe) : nullptr));
   bool finished = false;
   if (b.leader(c)) {
     if (kind == kWireRtsGet) {
@@ -221,14 +238,16 @@ GPUCOMM_MSG_OUTLINE Started send_start(const B& b, C c, const StateView& s, Comm
     uint64_t t;
     int32_t id;    // the request, -2 when none is needed, -1 when the table is full
     uint32_t now;  // slots free now
+    char* ring;    // peer_ring(a.pe)
   } d{};
   if (b.leader(c)) {
-    d.p = plan_send(b, s, a);
+    d.ring = peer_ring(b, s, a.pe);
+    d.p = plan_send(b, s, a, d.ring != nullptr);
     const uint32_t kind = d.p.kind & kWireKindMask;
     const bool rdv = kind == kWireRtsGet || kind == kWireRtsStaged;
     // A request holds the rendezvous state and the header words a proxy reads: take it before the
     // tickets, so that a full table leaves the ring untouched.
-    d.id = rdv || b.peer(s.rings, a.pe) == nullptr ? request_take(b, s) : -2;
+    d.id = rdv || d.ring == nullptr ? request_take(b, s) : -2;
     if (d.id == -1) {
       if (needs_eager_credit(d.p.kind, a.bytes)) b.fadd(&s.peers[a.pe].eager_used, ~uint64_t(0), Ord::relaxed);
     } else {
@@ -237,17 +256,23 @@ GPUCOMM_MSG_OUTLINE Started send_start(const B& b, C c, const StateView& s, Comm
       // No credit: progress writes the slots later, from a request. A full table now is fatal
       // (the tickets are taken and the receiver waits for them in order).
       if (!d.now && d.id == -2) d.id = request_take(b, s);
-      if (d.id >= 0) fill_send(s.reqs[d.id], a, d.p, d.t);
-      b.fadd(&cm.counters.sent, 1, Ord::relaxed);
-      if (!d.now) b.fadd(&cm.counters.credit_stalls, 1, Ord::relaxed);
-      if (rdv) b.fadd(&cm.counters.rendezvous, 1, Ord::relaxed);
-      if (d.p.degraded) b.fadd(&cm.counters.degraded, 1, Ord::relaxed);
+      if (d.id >= 0) {
+        fill_send(s.reqs[d.id], a, d.p, d.t);
+        reset_req_words(b, s, static_cast<uint32_t>(d.id));
+      }
+      b.count(&cm.counters.sent, 1);
+      if (!d.now) b.count(&cm.counters.credit_stalls, 1);
+      if (rdv) b.count(&cm.counters.rendezvous, 1);
+      if (d.p.degraded) b.count(&cm.counters.degraded, 1);
     }
   }
   d = b.bcast(c, d);
   if (d.id == -1) return Started{0, static_cast<uint32_t>(DiagKind::resource)};
   if (d.id == -2) {
-    write_message(b, c, s, d.t, header_of(a, d.p, 0, 0), a.buf, nullptr, a.pe);
+    if ((d.p.kind & kWireKindMask) == kWireLL)
+      write_ll(b, c, s, d.t, header_of(a, d.p, 0, 0), a.buf, d.ring);
+    else
+      write_message(b, c, s, d.t, header_of(a, d.p, 0, 0), a.buf, nullptr, a.pe, d.ring);
     if (b.leader(c) && a.event) b.fadd(a.event, 1, Ord::release);
     return Started{Request::kDone, 0};
   }
@@ -259,7 +284,8 @@ GPUCOMM_MSG_OUTLINE Started send_start(const B& b, C c, const StateView& s, Comm
   }
   if (b.leader(c)) {
     if (!d.now) s.reqs[id].state = kReqSendPending;
-    submit(b, s, id);
+    b.release_fence_local();  // the request's fields before its submission's stamps
+    submit(b, s, Submission{id, kSubmitSend, a.ctx, 0, 0, nullptr, 0, nullptr});
   }
   b.sync(c);
   return Started{id + 1, 0};

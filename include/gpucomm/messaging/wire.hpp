@@ -28,9 +28,25 @@ struct Header {
   int32_t tag;
   uint32_t sreq;  // rendezvous: the sender's request index
   uint64_t bytes;
-  uint64_t offset;             // rendezvous by get: the source's heap offset
-  uint8_t data[kInlineBytes];  // LL payload (kLLMaxBytes used)
+  uint64_t offset;                    // rendezvous by get: the source's heap offset
+  uint32_t data[kLLMaxBytes / 4];     // LL payload, 4 bytes per word (little-endian)
 };
+
+// 4 bytes of a payload of `bytes` bytes from byte `at` (zeros past its end): one load when aligned.
+GPUCOMM_MSG_FN uint32_t payload_word(const uint8_t* p, uint64_t bytes, uint32_t at) {
+  if (at + 4 <= bytes && (reinterpret_cast<uintptr_t>(p + at) & 3u) == 0) return *reinterpret_cast<const uint32_t*>(p + at);
+  uint32_t lo = 0;
+  for (uint32_t k = 0; k < 4 && at + k < bytes; ++k) lo |= static_cast<uint32_t>(p[at + k]) << (8 * k);
+  return lo;
+}
+
+// Stores `n` bytes of 4-byte words (little-endian) at `dst`: word stores when aligned.
+GPUCOMM_MSG_FN void store_words(char* dst, const uint32_t* w, uint64_t n) {
+  uint64_t i = 0;
+  if ((reinterpret_cast<uintptr_t>(dst) & 3u) == 0)
+    for (; i + 4 <= n; i += 4) *reinterpret_cast<uint32_t*>(dst + i) = w[i / 4];
+  for (; i < n; ++i) dst[i] = static_cast<char>(w[i / 4] >> (8 * (i % 4)));
+}
 
 GPUCOMM_MSG_FN uint32_t stamp_of(uint64_t ticket) {
   return static_cast<uint32_t>(ticket + 1) & 0x7fffffffu;
@@ -60,8 +76,7 @@ GPUCOMM_MSG_FN uint64_t ll_encode(uint64_t ticket, const Header& h, const uint8_
   } else if (i == 2) {
     lo = rank_field(h.ctx, h.src);
   } else {
-    const uint32_t at = (i - 3) * 4;
-    for (uint32_t k = 0; k < 4 && at + k < h.bytes; ++k) lo |= static_cast<uint32_t>(payload[at + k]) << (8 * k);
+    lo = payload_word(payload, h.bytes, (i - 3) * 4);
   }
   return (static_cast<uint64_t>(stamp_of(ticket) | kLLBit) << 32) | lo;
 }
@@ -102,9 +117,7 @@ GPUCOMM_MSG_FN void ll_decode(const uint64_t* w, Header& h) {
   h.src = static_cast<int32_t>(rf >> 8);
   h.sreq = 0;
   h.offset = 0;
-  for (uint32_t i = 0; i < kInlineBytes; ++i) h.data[i] = 0;
-  for (uint32_t i = 0; i < h.bytes && i < kLLMaxBytes; ++i)
-    h.data[i] = static_cast<uint8_t>(static_cast<uint32_t>(w[3 + i / 4]) >> (8 * (i % 4)));
+  for (uint32_t i = 0; i < kLLMaxBytes / 4; ++i) h.data[i] = static_cast<uint32_t>(w[3 + i]);
 }
 
 GPUCOMM_MSG_FN void full_decode(uint64_t w0, const uint64_t* w, Header& h) {
