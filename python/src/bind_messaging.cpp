@@ -9,6 +9,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,6 +39,9 @@ struct PyMessenger {
   // The communicators made here: close() releases them first (a Comm frees its context id in
   // the Messenger); a Python Comm used afterwards raises.
   std::vector<std::weak_ptr<msg::Comm>> comms;
+  // What must go before the Messenger (partitioned engines, bind_partitioned.cpp); each is told
+  // whether the Runtime is still open.
+  std::vector<std::function<void(bool)>> before_close;
 
   // The Messenger; raises when it or its Runtime was closed (call with the GIL held).
   msg::Messenger& get(const char* call) const {
@@ -50,6 +54,8 @@ struct PyMessenger {
   void close() {
     if (!m) return;
     const bool open = runtime_open();
+    for (auto& f : before_close) f(open);
+    before_close.clear();
     for (auto& w : comms) {
       if (auto c = w.lock()) {
         // With its Runtime gone a communicator's state cannot be freed: it is left behind.
@@ -312,7 +318,7 @@ void bind_messenger(nb::module_& m) {
               gpucomm::python::Unlocked unlocked;
               made = std::make_unique<msg::Messenger>(r);
             }
-            new (self) PyMessenger{std::move(rt), std::move(made), {}};
+            new (self) PyMessenger{std::move(rt), std::move(made), {}, {}};
           },
           "runtime"_a)
       .def("__enter__", [](nb::handle self) { return self; })
@@ -428,10 +434,32 @@ void bind_messenger(nb::module_& m) {
 
 }  // namespace
 
+// For bind_partitioned.cpp: the communicator of a Python Comm, the Messenger of a Python Messenger
+// (both raise once closed), whether that Messenger and its Runtime are open, and a hook that runs
+// before that Messenger closes.
+msg::Comm& py_comm(nb::handle comm) {
+  return nb::cast<PyComm&>(comm).c();
+}
+msg::Messenger& py_messenger(nb::handle messenger, const char* call) {
+  return nb::cast<PyMessenger&>(messenger).get(call);
+}
+bool py_messenger_open(nb::handle messenger) {
+  const auto& pm = nb::cast<PyMessenger&>(messenger);
+  return pm.m && pm.runtime_open();
+}
+void py_messenger_before_close(nb::handle messenger, std::function<void(bool)> hook) {
+  nb::cast<PyMessenger&>(messenger).before_close.push_back(std::move(hook));
+}
+
+void bind_partitioned(nb::module_& m);  // bind_partitioned.cpp
+
 void bind_messaging(nb::module_& parent) {
   nb::module_ m = parent.def_submodule(
-      "messaging", "Two-sided messaging (docs/MESSAGING.md): Messenger, Comm, Request, Status, Message, Event.");
+      "messaging",
+      "Two-sided messaging (docs/MESSAGING.md): Messenger, Comm, Request, Status, Message, Event, Partitioned, "
+      "PartitionedRequest.");
   bind_values(m);
   bind_comm(m);
   bind_messenger(m);
+  bind_partitioned(m);
 }

@@ -1,5 +1,6 @@
-"""``gpucomm bench msg`` without a GPU: the command line (help, bad arguments, exit codes) and the
-JSON report of the host-memory measurement (8-byte ping-pong and message rate on 2 host PEs)."""
+"""``gpucomm bench msg`` without a GPU: the command line (help, bad arguments, exit codes), the
+JSON report of the host-memory measurement (8-byte ping-pong and message rate on 2 host PEs), the
+baselines of ``--anchors`` (not available without a GPU, and their report from made-up rows)."""
 from __future__ import annotations
 
 import json
@@ -12,7 +13,7 @@ QUICK_HOST = {"GPUCOMM_DEVICE": "host", "GPUCOMM_HEAP_SIZE": "32M", "GPUCOMM_TIM
 def test_help(run_gpucomm):
     r = run_gpucomm("bench", "msg", "--help")
     assert r.returncode == 0, r.stderr
-    for flag in ("--quick", "--json", "--sections"):
+    for flag in ("--quick", "--json", "--sections", "--anchors"):
         assert flag in r.stdout
 
 
@@ -36,8 +37,9 @@ def test_host_pes_json(run_gpucomm, tmp_path):
     for key in ("tool", "commit", "gpu", "pe_kind", "results", "errors", "baselines", "summary", "markdown"):
         assert key in doc, key
     assert doc["tool"] == "gpucomm bench msg" and doc["pe_kind"] == "host" and doc["gpu"] is None
-    assert all(v.startswith("not measured") for v in doc["baselines"].values())
-    assert "not measured (needs libnccl / MPI on the GPU machine)" in r.stdout
+    assert set(doc["baselines"]) == {"nccl_send_recv", "mpi_staging"}
+    assert all(v["status"].startswith("not measured") and v["results"] == [] for v in doc["baselines"].values())
+    assert "NCCL send/recv: not measured (gpucomm bench msg --anchors runs it)" in r.stdout
     rows = {(x["name"], x["level"]): x for x in doc["results"]}
     for key in (("msg_rt", "host"), ("msg_rate", "no_any_source"), ("msg_rate", "mpi")):
         assert key in rows, (key, doc["results"])
@@ -83,4 +85,37 @@ def test_gpu_report_from_rows(build):
     assert ts["8 B message rate, no_any_source, one receiving warp >= 100 M/s"]["met"] is False
     assert ts["8 B message rate, mpi, one receiving warp >= 20 M/s"]["met"] is True
     text = "\n".join(msg.table(res) + msg.target_lines(msg.targets(res)))
-    assert "MISSED" in text and "section rate: exit code 1" in text and "not measured" in text
+    assert "MISSED" in text and "section rate: exit code 1" in text
+
+
+def test_anchors_without_gpu_are_not_available(run_gpucomm, tmp_path):
+    out = tmp_path / "msg.json"
+    r = run_gpucomm("bench", "msg", "--quick", "--anchors", "--sections", "floors", "--json", str(out), env=QUICK_HOST)
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(out.read_text())
+    for name in ("nccl_send_recv", "mpi_staging"):
+        assert doc["baselines"][name]["status"].startswith("not available: "), doc["baselines"]
+    assert "Open MPI, host staging: not available" in r.stdout, r.stdout
+
+
+def test_baselines_beside_gpucomm(build):
+    """The side-by-side lines from made-up rows: gpucomm's 1-PE numbers, NCCL and MPI at 1 and 2 ranks."""
+    from gpucomm.bench import msg
+
+    rows = [{"name": "msg_rt", "level": "block", "bytes": 8, "ctas": 2, "median": 46.0}]
+    rows += [{"name": "rndv_us", "level": "block", "bytes": b, "ctas": 1, "median": b / 1e4} for b in msg.LARGE]
+    res = {"pe_kind": "gpu", "gpu": "H100", "results": rows, "errors": {}}
+
+    def base(prefix, ranks):
+        out = []
+        for n in ranks:
+            out.append({"name": prefix + "_rt", "ranks": n, "bytes": 8, "median": 10.0 * n})
+            out += [{"name": prefix + "_us", "ranks": n, "bytes": b, "median": b / 1e5} for b in msg.LARGE]
+        return out
+
+    baselines = {"nccl_send_recv": msg.baseline(base("nccl_sendrecv", [1, 2]), []),
+                 "mpi_staging": msg.baseline([], ["2 rank(s): exit code 1: boom"])}
+    text = "\n".join(msg.baseline_lines(res, baselines))
+    assert "gpucomm send/recv, block level, a PE to itself" in text and "46.00" in text
+    assert "NCCL send/recv, a GPU to itself" in text and "NCCL send/recv, 2 GPUs" in text and "20.00" in text
+    assert "Open MPI, host staging: not available: 2 rank(s): exit code 1: boom" in text

@@ -6,12 +6,20 @@ own under a time limit, so a section that fails records its error and the others
 Without a GPU (or with ``GPUCOMM_DEVICE=host``): the same protocol on 2 host-memory PEs through the
 host API (the Python bindings over the C++ calls): the 8-byte ping-pong and the message rate.
 Prints each target beside its measured value and writes everything with ``--json FILE``.
+
+With ``--anchors`` the same run also measures the baselines with the same sizes: NCCL send/recv
+(gpucomm.bench.msg_anchors, through torch.distributed; a GPU to itself, and two GPUs where two exist)
+and Open MPI with host staging (``gpucomm-bench-msg-mpi`` under ``mpirun``: copy to pinned host memory,
+MPI_Send/MPI_Recv, copy back; 1 rank, and 2 ranks on two GPUs). A baseline that cannot run says why
+("not available: ..."); its rows go into the JSON beside gpucomm's and the report prints them side by
+side.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -23,9 +31,11 @@ from pathlib import Path
 from gpucomm.bench.proxy import gpu_count
 
 SECTIONS = ["floors", "pingpong", "unexpected", "rendezvous", "rate"]
-NOT_MEASURED = "not measured (needs libnccl / MPI on the GPU machine)"
-BASELINES = {"nccl_send_recv": NOT_MEASURED, "mpi_staging": NOT_MEASURED}
+NOT_RUN = "not measured (gpucomm bench msg --anchors runs it)"
 LEVELS = ("thread", "warp", "block")
+LARGE = (1 << 20, 4 << 20, 16 << 20)
+# NVLink multicast stays off for every library of the baselines.
+NO_MULTICAST = {"NCCL_NVLS_ENABLE": "0", "NVSHMEM_DISABLE_NVLS": "1", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1"}
 
 
 def register(targets) -> None:
@@ -35,6 +45,8 @@ def register(targets) -> None:
     p.add_argument("--json", metavar="FILE", help="write the results, errors, targets and a markdown table")
     p.add_argument("--sections", metavar="LIST", help=f"only these sections (comma-separated: {','.join(SECTIONS)})")
     p.add_argument("--section-timeout", type=float, metavar="S", help="time limit of one section (default 60, 25 quick)")
+    p.add_argument("--anchors", action="store_true",
+                   help="also measure the baselines: NCCL send/recv (needs torch) and Open MPI with host staging")
     p.set_defaults(func=run)
 
 
@@ -213,6 +225,108 @@ def run_host(args, sections: list[str]) -> dict:
     return base
 
 
+# ---- the baselines (--anchors) ----
+
+def run_json(cmd: list[str], env: dict, limit: float, out: Path, ranks: int) -> tuple[dict | None, str]:
+    """Runs a baseline program that writes `out`; its report, or why there is none."""
+    rc, text = run_limited(cmd, env, limit)
+    print(text, end="" if text.endswith("\n") else "\n", flush=True)
+    if rc != 0 or not out.exists():
+        return None, f"{ranks} rank(s): exit code {rc}: {tail(text)}"
+    return json.loads(out.read_text()), ""
+
+
+def baseline(rows: list[dict], notes: list[str]) -> dict:
+    return {"status": "measured" if rows else "not available: " + "; ".join(notes), "notes": notes, "results": rows}
+
+
+def nccl_baseline(args, ranks: list[int], env: dict, limit: float, tmp: Path) -> dict:
+    """NCCL send/recv at each rank count, each run in processes of its own (torch stays out of this one)."""
+    rows, notes = [], []
+    for n in ranks:
+        out = tmp / f"nccl-{n}.json"
+        cmd = [sys.executable, "-m", "gpucomm.bench.msg_anchors", "--ranks", str(n), "--json", str(out)]
+        rep, why = run_json(cmd + (["--quick"] if args.quick else []), env, limit, out, n)
+        if rep is None:
+            notes.append(why)
+            continue
+        notes += [f"{n} rank(s): {what}: {reason}" for what, reason in rep.get("not_measured", {}).items()]
+        rows += [{"baseline": "nccl", "name": r["anchor"], "ranks": n, "bytes": r["bytes"], "unit": "us",
+                  "median": r["time_us"], "min": r["min_us"], "how": rep.get("how")} for r in rep["results"]]
+    return baseline(rows, notes)
+
+
+def mpi_baseline(args, ranks: list[int], env: dict, limit: float, tmp: Path) -> dict:
+    """Open MPI with host staging (gpucomm-bench-msg-mpi under mpirun) at each rank count."""
+    from gpucomm._tools import find_tool
+    try:
+        tool = find_tool("gpucomm-bench-msg-mpi")
+    except FileNotFoundError:
+        return baseline([], ["gpucomm-bench-msg-mpi was not built (no MPI when gpucomm was configured)"])
+    mpirun = shutil.which("mpirun")
+    if not mpirun:
+        return baseline([], ["mpirun not found on PATH"])
+    rows, notes = [], []
+    for n in ranks:
+        out = tmp / f"mpi-{n}.json"
+        cmd = [mpirun, "--allow-run-as-root", "--oversubscribe", "-np", str(n), str(tool), "--json", str(out)]
+        rep, why = run_json(cmd + (["--quick"] if args.quick else []), env, limit, out, n)
+        if rep is None:
+            notes.append(why)
+            continue
+        rows += [{"baseline": "mpi", "name": r["name"], "ranks": n, "bytes": r["bytes"], "unit": "us",
+                  "median": r["median"], "min": r["min"]} for r in rep["results"]]
+    return baseline(rows, notes)
+
+
+def run_baselines(args, gpus: int, pe_kind: str) -> dict:
+    """The baselines of the same sizes in the same run: a GPU to itself, and two GPUs where two exist."""
+    why = NOT_RUN
+    if args.anchors and gpus == 0:
+        why = "not available: no GPU"
+    elif args.anchors and pe_kind != "gpu":
+        why = "not available: this run used host-memory PEs (GPUCOMM_DEVICE=host)"
+    if why != NOT_RUN or not args.anchors:
+        return {name: {"status": why, "notes": [], "results": []} for name in ("nccl_send_recv", "mpi_staging")}
+    ranks = [1, 2] if gpus >= 2 else [1]
+    limit = args.section_timeout or (60.0 if args.quick else 180.0)
+    env = {**os.environ, **NO_MULTICAST, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    print(f"baselines on {gpus} GPU(s): NCCL send/recv and Open MPI host staging at {ranks} rank(s)", flush=True)
+    with tempfile.TemporaryDirectory(prefix="gpucomm-bench-msg-") as tmp:
+        return {"nccl_send_recv": nccl_baseline(args, ranks, env, limit, Path(tmp)),
+                "mpi_staging": mpi_baseline(args, ranks, env, limit, Path(tmp))}
+
+
+def baseline_point(base: dict, name: str, ranks: int, nbytes: int) -> float | None:
+    for r in base["results"]:
+        if r["name"] == name and r["ranks"] == ranks and r["bytes"] == nbytes:
+            return r["median"]
+    return None
+
+
+def baseline_lines(res: dict, baselines: dict) -> list[str]:
+    """gpucomm's 8-byte round trip and large-message times beside the baselines' (us, medians)."""
+    head = f"{'':<44} {'8 B rt':>9} " + " ".join(f"{str(b >> 20) + ' MB':>9}" for b in LARGE)
+    lines = ["", "beside the baselines, us (medians): the 8-byte round trip and the time per message", head]
+    if res["pe_kind"] == "gpu":
+        mine = [point(res, "msg_rt", "block")] + [point(res, "rndv_us", "block", b) for b in LARGE]
+        lines.append(f"{'gpucomm send/recv, block level, a PE to itself':<44} " + " ".join(f"{fmt(v):>9}" for v in mine))
+    else:
+        lines.append(f"{'gpucomm send/recv, 2 host-memory PEs':<44} {fmt(point(res, 'msg_rt', 'host')):>9}")
+    for key, label, rt_name, us_name in (("nccl_send_recv", "NCCL send/recv", "nccl_sendrecv_rt", "nccl_sendrecv_us"),
+                                         ("mpi_staging", "Open MPI, host staging", "mpi_staging_rt", "mpi_staging_us")):
+        base = baselines[key]
+        for n in sorted({r["ranks"] for r in base["results"]}):
+            vals = [baseline_point(base, rt_name, n, 8)] + [baseline_point(base, us_name, n, b) for b in LARGE]
+            who = "a GPU to itself" if n == 1 else f"{n} GPUs"
+            lines.append(f"{label + ', ' + who:<44} " + " ".join(f"{fmt(v):>9}" for v in vals))
+        if base["status"] != "measured":
+            lines.append(f"{label}: {base['status']}")
+        for note in base["notes"] if base["status"] == "measured" else []:
+            lines.append(f"{label}: {note}")
+    return lines
+
+
 # ---- report ----
 
 def point(res: dict, name: str, level: str, nbytes: int = 8, ctas: int | None = None) -> float | None:
@@ -255,7 +369,6 @@ def table(res: dict) -> list[str]:
                   f"  8-byte ping-pong round trip, receives pre-posted: {fmt(point(res, 'msg_rt', 'host'))} us",
                   f"  8-byte message rate, no_any_source: {fmt(point(res, 'msg_rate', 'no_any_source', 8, 1), 3)} Mmsg/s, "
                   f"mpi: {fmt(point(res, 'msg_rate', 'mpi', 8, 1), 3)} Mmsg/s"]
-    lines += ["", "baselines: NCCL send/recv " + NOT_MEASURED + "; Open MPI staging " + NOT_MEASURED]
     for section, err in res["errors"].items():
         lines.append(f"section {section}: {err}")
     return lines
@@ -311,17 +424,19 @@ def run(args) -> int:
             print(f"gpucomm bench msg: --sections: unknown section(s) {', '.join(unknown)} (one of {', '.join(SECTIONS)})",
                   file=sys.stderr)
             return 2
-    host = os.environ.get("GPUCOMM_DEVICE", "") == "host" or gpu_count() == 0
+    gpus = gpu_count()
+    host = os.environ.get("GPUCOMM_DEVICE", "") == "host" or gpus == 0
     res = run_host(args, sections) if host else run_gpu(args, sections)
+    baselines = run_baselines(args, gpus, res["pe_kind"])
     ts = targets(res)
-    report = table(res) + target_lines(ts)
+    report = table(res) + baseline_lines(res, baselines) + target_lines(ts)
     print()
     print("\n".join(report))
     failed = {s: e for s, e in res["errors"].items() if not e.startswith("skipped")}
     if args.json:
         doc = {"tool": "gpucomm bench msg", "commit": res["commit"], "gpu": res["gpu"], "pe_kind": res["pe_kind"],
                "pes": res["pes"], "quick": bool(args.quick), "sections": sections, "results": res["results"],
-               "errors": res["errors"], "baselines": BASELINES, "summary": ts,
+               "errors": res["errors"], "baselines": baselines, "summary": ts,
                "markdown": "```text\n" + "\n".join(report) + "\n```"}
         if "skipped" in res:
             doc["skipped"] = res["skipped"]
