@@ -5,7 +5,7 @@
 
 #include "gpucomm/core/error.hpp"
 #include "gpucomm/messaging/messenger.hpp"
-#include "gpucomm/messaging/protocol_complete.hpp"
+#include "gpucomm/messaging/protocol_am.hpp"
 #include "messenger_impl.hpp"
 
 namespace gpucomm::msg {
@@ -175,6 +175,79 @@ Request Comm::isend(const void* buf, size_t bytes, int dest, int tag, const Even
       op, [&](detail::HostBackend& b) { return proto::send_start(b, coop::Thread{}, m.view, m.view.comms[s.ctx], a); });
   if (r.error) table_full(m, DiagOp::isend);
   return Request{r.id};
+}
+
+namespace {
+
+// The host side of the active-message sends (host-memory PEs): checks, the credit (requests),
+// the message. `poll` handles what arrives here while the send waits for a credit.
+void am_send_host(Comm::State& s, int dest, uint32_t id, const void* payload, size_t bytes, uint32_t flags,
+                  const Comm::AmHandler& poll, const char* op) {
+  Messenger::Impl& m = s.m->impl();
+  if (m.gpu)
+    raise(Errc::unsupported, op,
+          "active messages of GPU PEs are sent and handled by kernels (gpucomm/messaging/am_device.cuh)");
+  check_send_args(op, s.team.size(), dest, 0, payload, bytes);
+  if (id >= kMaxAmHandlers)
+    raise_arg(op, "id", std::to_string(id) + " is not below " + std::to_string(kMaxAmHandlers));
+  if (((std::atomic_ref<uint64_t>(m.view.ctl->am_valid).load(std::memory_order_acquire) >> id) & 1u) == 0)
+    raise_arg(op, "id", std::to_string(id) + " was not registered (Messenger::register_am)");
+  if (bytes > m.cfg.am_max)
+    raise_arg(op, "bytes", std::to_string(bytes) + " exceeds am_max " + std::to_string(m.cfg.am_max));
+  if (dest == kProcNull) return;
+  const int pe = s.team.world_rank(dest);
+  if ((flags & kAmReply) == 0) {
+    const uint64_t start = detail::HostBackend::now_ns();
+    for (uint32_t i = 1; !m.on_host(op, [&](detail::HostBackend& b) {
+           return proto::am_take_credit(b, m.view, pe, (flags & kAmWantsReply) != 0);
+         });
+         ++i) {
+      if (poll) {
+        (void)s.m->am_poll(poll);
+      } else {
+        m.on_host(op, [&](detail::HostBackend& b) { return proto::progress(b, coop::Thread{}, m.view); });
+      }
+      detail::HostBackend::pause(i);
+      if ((i & 63u) == 0 && m.host->timeout_ns() != 0 && detail::HostBackend::now_ns() - start > m.host->timeout_ns())
+        raise(Errc::timeout, op,
+              "no active-message credit at rank " + std::to_string(dest) + " for " +
+                  std::to_string((detail::HostBackend::now_ns() - start) / 1000000) +
+                  " ms: its handlers did not run (it must poll: Messenger::am_poll, or pass a handler to its own "
+                  "sends)");
+    }
+  }
+  const proto::SendArgs a{payload, bytes,         pe,          dest, static_cast<int32_t>(id | flags),
+                          s.ctx,   s.team.rank(), kWireActive, nullptr};
+  m.on_host(op, [&](detail::HostBackend& b) {
+    const proto::Started r = proto::send_start(b, coop::Thread{}, m.view, m.view.comms[s.ctx], a);
+    if (r.error) table_full(m, DiagOp::am_send);
+    Request q{r.id};
+    return proto::wait(b, coop::Thread{}, m.view, q, DiagOp::am_send);
+  });
+}
+
+}  // namespace
+
+void Comm::am_send(int dest, uint32_t id, const void* payload, size_t bytes, const AmHandler& poll) {
+  am_send_host(st(), dest, id, payload, bytes, 0, poll, "msg::am_send");
+}
+
+void Comm::am_request(int dest, uint32_t id, const void* payload, size_t bytes, const AmHandler& poll) {
+  am_send_host(st(), dest, id, payload, bytes, kAmWantsReply, poll, "msg::am_request");
+}
+
+void Comm::am_reply(const AmMessage& msg, uint32_t id, const void* payload, size_t bytes) {
+  State& s = st();
+  Messenger::Impl& m = s.m->impl();
+  const char* op = "msg::am_reply";
+  if ((msg.flags & kAmWantsReply) == 0)
+    raise_arg(op, "msg", "the active message wants no reply (its sender used am_send, not am_request)");
+  if (m.gpu || msg.entry >= proto::am_entries(m.cfg))
+    raise_arg(op, "msg", "is not an active message of this PE's am_poll");
+  AmEntry& e = proto::am_entry(m.view, msg.entry);
+  if (e.replied) raise_arg(op, "msg", "was answered already (one am_reply per request)");
+  e.replied = 1;
+  am_send_host(s, msg.source, id, payload, bytes, kAmReply, {}, op);
 }
 
 void Comm::send(const void* buf, size_t bytes, int dest, int tag) {

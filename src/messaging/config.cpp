@@ -51,6 +51,10 @@ Config make_config(const MessengerOptions& o, int npes, int rank) {
   const uint64_t ring_payload = (c.slot_bytes - kHeaderBytes) + uint64_t(c.slots - 1) * c.slot_bytes;
   c.eager_max = static_cast<uint32_t>(
       pick(o.eager_max, o.eager_max != 0, "GPUCOMM_MSG_EAGER_MAX", 2048, kInlineBytes, ring_payload, "eager_max"));
+  c.am_per_sender = static_cast<uint32_t>(
+      pick(o.am_per_sender, o.am_per_sender != 0, "GPUCOMM_MSG_AM_PER_SENDER", 4, 1, 32, "am_per_sender"));
+  c.am_max = static_cast<uint32_t>(
+      pick(o.am_max, o.am_max != 0, "GPUCOMM_MSG_AM_MAX", 256, 4, ring_payload, "am_max"));
   auto need = [](bool ok, const char* what, const std::string& why) {
     if (!ok) raise_arg("Messenger", what, why);
   };
@@ -72,7 +76,8 @@ std::string describe_config(const Config& c) {
          " pool_slots=" + std::to_string(c.pool_slots) + " eager_max=" + std::to_string(c.eager_max) +
          " requests=" + std::to_string(c.requests) + " unexpected=" + std::to_string(c.unexpected) +
          " queue=" + std::to_string(c.queue_cap) + " staging_pairs=" + std::to_string(c.staging_pairs) +
-         " chunk=" + std::to_string(c.chunk_bytes);
+         " chunk=" + std::to_string(c.chunk_bytes) + " am_per_sender=" + std::to_string(c.am_per_sender) +
+         " am_max=" + std::to_string(c.am_max);
 }
 
 HeapLayout heap_layout(const Config& c) {
@@ -85,6 +90,8 @@ HeapLayout heap_layout(const Config& c) {
   at = align_up(at + n * sizeof(uint64_t), 256);
   h.req_words = at;
   at = align_up(at + size_t(c.requests) * 2 * sizeof(uint64_t), 256);
+  h.am_credits = at;
+  at = align_up(at + n * sizeof(uint64_t), 256);
   h.staging = at;
   at = align_up(at + size_t(c.staging_pairs) * 2 * c.chunk_bytes, 256);
   h.total = at;
@@ -108,6 +115,10 @@ LocalLayout local_layout(const Config& c) {
   take(l.submit, size_t(c.requests) * kSubmitWords * sizeof(uint64_t));
   take(l.active, size_t(c.requests) * sizeof(uint32_t));
   take(l.comms, kMaxComms * sizeof(CommState));
+  const size_t am_entries = n * 2 * c.am_per_sender;
+  take(l.am, am_entries * am_entry_bytes(c));
+  take(l.am_bits, n * sizeof(uint64_t));
+  take(l.am_fifo, am_entries * sizeof(uint32_t));
   take(l.ctl, sizeof(Control));
   take(l.diag, sizeof(Diag));
   l.total = at;
@@ -122,6 +133,7 @@ StateView carve(const Config& c, char* heap, char* local) {
   s.rings = heap + h.rings;
   s.credits = reinterpret_cast<uint64_t*>(heap + h.credits);
   s.req_words = reinterpret_cast<uint64_t*>(heap + h.req_words);
+  s.am_credits = reinterpret_cast<uint64_t*>(heap + h.am_credits);
   s.staging = heap + h.staging;
   s.peers = reinterpret_cast<PeerState*>(local + l.peers);
   s.pool = local + l.pool;
@@ -132,6 +144,9 @@ StateView carve(const Config& c, char* heap, char* local) {
   s.submit = reinterpret_cast<uint64_t*>(local + l.submit);
   s.active = reinterpret_cast<uint32_t*>(local + l.active);
   s.comms = reinterpret_cast<CommState*>(local + l.comms);
+  s.am = local + l.am;
+  s.am_bits = reinterpret_cast<uint64_t*>(local + l.am_bits);
+  s.am_fifo = reinterpret_cast<uint32_t*>(local + l.am_fifo);
   s.ctl = reinterpret_cast<Control*>(local + l.ctl);
   s.diag = reinterpret_cast<Diag*>(local + l.diag);
   return s;

@@ -17,10 +17,10 @@ std::string describe_config(const Config& c);
 
 // Byte offsets of the regions inside the two allocations.
 struct HeapLayout {
-  size_t rings, credits, req_words, staging, total;
+  size_t rings, credits, req_words, am_credits, staging, total;
 };
 struct LocalLayout {
-  size_t peers, pool, reqs, req_bits, unexp, unexp_bits, submit, active, comms, ctl, diag, total;
+  size_t peers, pool, reqs, req_bits, unexp, unexp_bits, submit, active, comms, am, am_bits, am_fifo, ctl, diag, total;
 };
 HeapLayout heap_layout(const Config& c);
 LocalLayout local_layout(const Config& c);

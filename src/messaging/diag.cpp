@@ -121,7 +121,7 @@ std::string argument_text(const Diag& d) {
                           : "buffer " + hex(d.value) + " (" + std::to_string(d.limit) +
                                 " bytes) is not global memory (a thread's stack or shared memory cannot be sent)";
     case DiagArg::bytes:
-      return "count " + std::to_string(d.value) + " is beyond 2^48 bytes";
+      return "count " + std::to_string(d.value) + " bytes is beyond the limit of " + std::to_string(d.limit) + " bytes";
     case DiagArg::mode:
       return std::string(v == kAnySource ? "ANY_SOURCE" : "ANY_TAG") +
              " on a communicator whose mode asserted it away (no wildcards of that kind)";
@@ -131,6 +131,13 @@ std::string argument_text(const Diag& d) {
       return "message " + std::to_string(v) + " was not taken by mprobe/improbe (or was received already)";
     case DiagArg::event:
       return "the event is null (make events with Messenger::make_event)";
+    case DiagArg::handler:
+      return "active-message handler id " + std::to_string(v) + " is not registered (Messenger::register_am; ids below " +
+             std::to_string(d.limit) + ")";
+    case DiagArg::reply:
+      return d.limit == 0 ? "am_reply to an active message that wants no reply (send it with am_request)"
+                          : "the handler of active-message id " + std::to_string(v) +
+                                " did not answer its request with am_reply (or answered twice)";
     default:
       return "invalid argument";
   }
@@ -180,6 +187,10 @@ std::string describe(const Diag& d, const Config& c) {
         case ProtocolFault::ll_incomplete:
           return who + ": the LL message of ticket " + std::to_string(d.limit) + " from PE " + std::to_string(d.peer) +
                  " never completed (a word still reads " + hex(d.value) + ")";
+        case ProtocolFault::am_full:
+          return who + ": PE " + std::to_string(d.peer) + " sent an active message (tag " + hex(static_cast<uint32_t>(d.tag)) +
+                 ") while all " + std::to_string(d.limit) +
+                 " entries it may use here were taken (the PEs disagree on GPUCOMM_MSG_AM_PER_SENDER?)";
         case ProtocolFault::none:
           break;
       }

@@ -107,6 +107,13 @@ class HostBackend {
     if (n) rt_->get(dst, sym_src, n, pe);
   }
   void signal_set(uint64_t* sym, uint64_t v, int32_t pe) const { rt_->signal(sym, v, SignalOp::set, pe); }
+  void publish_remote_add(uint64_t* sym, uint64_t v, int32_t pe) const {
+    if (auto* p = reinterpret_cast<uint64_t*>(peer(sym, pe))) {
+      std::atomic_ref<uint64_t>(*p).fetch_add(v, std::memory_order_release);
+    } else {
+      rt_->signal(sym, v, SignalOp::add, pe);
+    }
+  }
   bool in_heap(const void* p, size_t n) const {
     auto a = reinterpret_cast<uintptr_t>(p), b = reinterpret_cast<uintptr_t>(heap_base_);
     return a >= b && a - b <= heap_size_ && n <= heap_size_ - (a - b);

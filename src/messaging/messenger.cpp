@@ -15,7 +15,8 @@
 #include "gpucomm/core/env.hpp"
 #include "gpucomm/core/error.hpp"
 #include "gpucomm/core/log.hpp"
-#include "gpucomm/messaging/protocol_complete.hpp"
+#include "gpucomm/core/format.hpp"
+#include "gpucomm/messaging/protocol_am.hpp"
 #include "messenger_impl.hpp"
 
 namespace gpucomm::msg {
@@ -369,6 +370,47 @@ void Messenger::cancel(const Request& r) {
     return;
   }
   m.on_host("msg::cancel", [&](detail::HostBackend& b) { return proto::cancel(b, coop::Thread{}, m.view, r); });
+}
+
+void Messenger::register_am(std::span<const uint32_t> ids) {
+  Impl& m = *impl_;
+  uint64_t bits = 0;
+  for (const uint32_t id : ids) {
+    if (id >= kMaxAmHandlers)
+      raise_arg("msg::register_am", "ids", std::to_string(id) + " is not below " + std::to_string(kMaxAmHandlers));
+    bits |= uint64_t(1) << id;
+  }
+  if (auto d = m.rt.bootstrap().agree("am handlers " + hex(bits))) {
+    raise(Errc::invalid_argument, "msg::register_am",
+          "rank " + std::to_string(d.rank) + " registered handler ids " + d.value + ", this PE " + hex(bits) +
+              ": every PE must register the same ids");
+  }
+  if (m.gpu) {
+    m.copy_to_state(&m.view.ctl->am_valid, &bits, sizeof bits);
+  } else {
+    std::atomic_ref<uint64_t>(m.view.ctl->am_valid).store(bits, std::memory_order_release);
+  }
+}
+
+int Messenger::am_poll(const std::function<void(const AmMessage&)>& handler, int max) {
+  Impl& m = *impl_;
+  const char* op = "msg::am_poll";
+  if (m.gpu)
+    raise(Errc::unsupported, op,
+          "active messages of GPU PEs are handled by their kernels (msg::am_poll, msg::launch_am_service)");
+  GPUCOMM_CHECK_ARG(max >= 0, op, "max", std::to_string(max) + " is negative");
+  const proto::AmTaken t = m.on_host(
+      op, [&](detail::HostBackend& b) { return proto::am_take(b, coop::Thread{}, m.view, static_cast<uint32_t>(max)); });
+  for (uint32_t k = 0; k < t.n; ++k) {
+    const AmMessage msg = proto::am_message(m.view, t.idx[k]);
+    handler(msg);
+    const bool ok = m.on_host(op, [&](detail::HostBackend& b) { return proto::am_release(b, m.view, t.idx[k]); });
+    if (!ok)
+      raise_arg(op, "handler",
+                "the handler of active-message id " + std::to_string(msg.id) +
+                    " did not answer its request with Comm::am_reply (its sender reserved space for the answer)");
+  }
+  return static_cast<int>(t.n);
 }
 
 void Messenger::progress() {

@@ -21,7 +21,7 @@ struct Op {
   int32_t tag;
   int32_t src;       // send: this PE's rank in the communicator
   uint32_t request;  // wait/test/cancel: the request; mrecv: the message
-  uint32_t reserved;
+  uint32_t active;   // send: kWireActive for an active message (its tag is the handler id)
   void* buf;
   uint64_t bytes;
   uint64_t* event;  // completion counter, or null
@@ -64,7 +64,7 @@ GPUCOMM_MSG_OUTLINE void run_ops(const B& b, C c, const StateView& s, const OpLi
     reqs[i] = Request{0};
     switch (op.kind) {
       case OpKind::send: {
-        const proto::SendArgs a{op.buf, op.bytes, op.pe, op.rank, op.tag, op.ctx, op.src, 0, op.event};
+        const proto::SendArgs a{op.buf, op.bytes, op.pe, op.rank, op.tag, op.ctx, op.src, op.active, op.event};
         const proto::Started r =
             op.pe == kProcNull ? proto::Started{Request::kProcNull, 0} : proto::send_start(b, c, s, s.comms[op.ctx], a);
         if (r.error && b.leader(c)) request_table_full(b, s, DiagOp::isend, op.ctx);

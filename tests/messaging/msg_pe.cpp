@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0) {
     std::fprintf(stderr,
                  "usage: gpucomm_test_msg_pe SCENARIO [--option value ...] [--node-per-pe]\n"
-                 "scenarios: exchange, order, random, stress, unsafe, bad-input, api\n");
+                 "scenarios: exchange, order, random, stress, unsafe, bad-input, api, am\n");
     return argc < 2 ? 2 : 0;
   }
   msgtest::Options o;
@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
       {"exchange", msgtest::scenario_exchange}, {"order", msgtest::scenario_order},
       {"random", msgtest::scenario_random},     {"stress", msgtest::scenario_stress},
       {"unsafe", msgtest::scenario_unsafe},     {"bad-input", msgtest::scenario_bad_input},
-      {"api", msgtest::scenario_api},
+      {"api", msgtest::scenario_api},           {"am", msgtest::scenario_am},
   };
   const auto it = scenarios.find(argv[1]);
   if (it == scenarios.end()) {

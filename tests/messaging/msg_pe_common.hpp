@@ -53,5 +53,6 @@ void scenario_stress(Runtime& rt, const Options& o);
 void scenario_unsafe(Runtime& rt, const Options& o);
 void scenario_bad_input(Runtime& rt, const Options& o);
 void scenario_api(Runtime& rt, const Options& o);
+void scenario_am(Runtime& rt, const Options& o);
 
 }  // namespace gpucomm::msgtest

@@ -178,6 +178,17 @@ class DeviceBackend {
   __device__ __noinline__ void signal_set(uint64_t* sym, uint64_t v, int32_t pe) const {
     device::signal(h_, sym, v, SignalOp::set, pe);
   }
+  // Adds v to `pe`'s copy of the symmetric word, posted, after this thread's earlier accesses
+  // (release): directly, or as a signal through the proxy.
+  __device__ __noinline__ void publish_remote_add(uint64_t* sym, uint64_t v, int32_t pe) const {
+    if (pe == h_.rank) {
+      mem::red_add<mem::kDevice>(sym, v, mem::release);
+    } else if (char* p = peer(sym, pe)) {
+      mem::red_add<mem::kSystem>(reinterpret_cast<uint64_t*>(p), v, mem::release);
+    } else {
+      device::signal(h_, sym, v, SignalOp::add, pe);
+    }
+  }
   __device__ bool in_heap(const void* p, size_t n) const { return gpucomm::detail::in_heap(h_, p, n); }
   __device__ uint64_t heap_offset(const void* p) const {
     return static_cast<uint64_t>(static_cast<const char*>(p) - h_.heap_base);

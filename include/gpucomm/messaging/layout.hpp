@@ -9,6 +9,7 @@
 
 #include "gpucomm/matching/envelope.hpp"
 #include "gpucomm/matching/job.hpp"
+#include "gpucomm/messaging/fn.hpp"
 #include "gpucomm/messaging/types.hpp"
 
 namespace gpucomm::msg {
@@ -26,7 +27,16 @@ struct Config {
   uint32_t queue_cap;      // Q: entries of each communicator's UMQ and PRQ
   uint32_t staging_pairs;  // Z: staging pairs (<= 64)
   uint64_t chunk_bytes;    // C: rendezvous chunk (a staging chunk; progress moves one per call)
+  uint32_t am_per_sender;  // Q: active messages of one sender a receiver parks (requests; as many replies)
+  uint32_t am_max;         // largest active-message payload
 };
+
+// Handler ids of active messages: 0 .. kMaxAmHandlers - 1 (registered by the host, the same on
+// every PE: Messenger::register_am). On the wire an active message's tag is its id and these flags.
+inline constexpr uint32_t kMaxAmHandlers = 64;
+inline constexpr uint32_t kAmIdMask = 0xffffu;
+inline constexpr uint32_t kAmReply = 1u << 16;       // a reply (parked in the space its request reserved)
+inline constexpr uint32_t kAmWantsReply = 1u << 17;  // a request whose handler must reply once
 
 // Wire constants (docs/MESSAGING.md, "Slots on the wire").
 inline constexpr uint32_t kHeaderBytes = 64;  // full format: payload starts here
@@ -61,7 +71,13 @@ struct alignas(64) PeerState {
   uint64_t eager_freed;  // eager credits given back to the peer
   uint64_t pool_used;    // bitmap of the peer's pool slots holding payloads
   uint64_t idle_rounds;  // rounds that found the peer's ring empty with credits not yet returned
-  uint64_t reserved;
+  // Active messages toward the peer (any thread of this PE, atomics): requests sent (the peer's
+  // request credits: at most Q ahead of the peer's am_credits word here), reply spaces reserved
+  // here for the peer's replies, and those freed again by this PE's pollers.
+  uint64_t am_sent;
+  uint64_t am_reserved;
+  uint64_t am_reserved_freed;
+  uint64_t reserved[5];
 };
 
 enum ReqState : uint32_t {
@@ -137,7 +153,8 @@ struct Counters {
   uint64_t matches;            // envelopes matched (both phases)
   uint64_t match_ns;           // time spent matching
   uint64_t assert_violations;  // messages without a posted receive on a no_unexpected communicator
-  uint64_t reserved[7];
+  uint64_t active;             // active messages handed to their handlers
+  uint64_t reserved[6];
 };
 
 enum : uint32_t {
@@ -213,10 +230,29 @@ enum class DiagArg : uint32_t {
   event,
   mode,
   handler,
-  partition
+  partition,
+  reply
 };
 // DiagKind::protocol: what broke (in Diag::arg).
-enum class ProtocolFault : uint32_t { none, unknown_comm, pool_full, ll_incomplete };
+enum class ProtocolFault : uint32_t { none, unknown_comm, pool_full, ll_incomplete, am_full };
+
+// An active message parked for its handler (docs/MESSAGING.md, "Active messages"): its header,
+// then am_max bytes of payload. The table holds 2Q entries per sender: Q for its requests (granted
+// by credits), Q for its replies (reserved by the requests this PE sent it).
+struct AmEntry {
+  int32_t source;  // the sender's rank in the communicator
+  uint32_t id;     // handler id
+  int32_t ctx;
+  uint32_t flags;  // kAmReply, kAmWantsReply
+  uint64_t bytes;
+  int32_t pe;        // the sender's world PE (its credits go back there)
+  uint32_t replied;  // a request's handler replied
+};
+static_assert(sizeof(AmEntry) == 32);
+// Bytes of one parked active message (header and payload, 16-byte aligned).
+GPUCOMM_MSG_FN constexpr uint64_t am_entry_bytes(const Config& c) {
+  return sizeof(AmEntry) + ((static_cast<uint64_t>(c.am_max) + 15) / 16) * 16;
+}
 
 // Scratch of the matching engines on a GPU (device_backend_device.cuh): only the progress lock
 // holder matches, so one suffices; global memory, so calling blocks need no shared memory for it.
@@ -244,7 +280,9 @@ struct alignas(64) Control {
   alignas(64) uint64_t submit_head;  // progress only
   uint64_t active_n;                 // progress only
   uint64_t staging_used;             // bitmap of staging pairs (progress only)
-  uint64_t reserved1[5];
+  uint64_t am_head, am_tail;         // the active-message FIFO (progress only)
+  uint64_t am_valid;                 // registered handler ids (bit per id; written by the host)
+  uint64_t reserved1[2];
   alignas(64) MatchScratch match;
 };
 
@@ -256,6 +294,7 @@ struct StateView {
   char* rings;          // [npes][slots][slot_bytes]: ring of sender s at s * slots * slot_bytes
   uint64_t* credits;    // [npes]: credit word written by receiver r
   uint64_t* req_words;  // [requests][2]: ctl, count (written by the request's peer)
+  uint64_t* am_credits;  // [npes]: request entries freed by receiver r (r's pollers add to it)
   char* staging;        // [staging_pairs][2][chunk_bytes]
   // local
   PeerState* peers;      // [npes]
@@ -267,6 +306,9 @@ struct StateView {
   uint64_t* submit;      // [requests][kSubmitWords]: the submission ring
   uint32_t* active;      // [requests]: requests progress advances
   CommState* comms;      // [kMaxComms]
+  char* am;              // [npes][2 Q][am_entry_bytes]: parked active messages
+  uint64_t* am_bits;     // [npes]: a sender's entries in use (requests bits 0..Q-1, replies 32..)
+  uint32_t* am_fifo;     // [npes * 2 Q]: parked entries in arrival order
   Control* ctl;
   Diag* diag;  // the failure record (host-mapped memory on GPU PEs: readable after a trap)
 };

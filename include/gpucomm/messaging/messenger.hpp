@@ -9,6 +9,7 @@
 // destroying Messengers and communicators is collective and must not overlap other calls.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -33,6 +34,8 @@ struct MessengerOptions {
   uint32_t queue = 0;
   uint32_t staging_pairs = 0;
   uint64_t chunk_bytes = 0;
+  uint32_t am_per_sender = 0;
+  uint32_t am_max = 0;
 };
 
 // A communicator's assertions (MPI 4 info keys), fixed at creation.
@@ -73,6 +76,18 @@ class Comm {
   // written there. Inside a group they are deferred to Messenger::group_end. Host-memory PEs run
   // them at once (the stream is ignored; `status` is host memory).
   void send_on_stream(const void* buf, size_t bytes, int dest, int tag, Stream stream);
+
+  // Active messages (docs/MESSAGING.md) between host-memory PEs (GPU PEs send and handle theirs in
+  // kernels: gpucomm/messaging/am_device.cuh). am_send sends `bytes` (at most Config::am_max) to
+  // rank `dest` for the handler registered as `id` there, once a request credit at `dest` is free;
+  // am_request also reserves space for the one answer its handler must give with am_reply. While
+  // they wait for a credit they progress, and run `poll` (when given) on active messages that
+  // arrive here: PEs that send to each other must pass it, since credits come back only when the
+  // receiver's handlers ran.
+  using AmHandler = std::function<void(const AmMessage&)>;
+  void am_send(int dest, uint32_t id, const void* payload, size_t bytes, const AmHandler& poll = {});
+  void am_request(int dest, uint32_t id, const void* payload, size_t bytes, const AmHandler& poll = {});
+  void am_reply(const AmMessage& msg, uint32_t id, const void* payload, size_t bytes);
   void recv_on_stream(void* buf, size_t bytes, int source, int tag, Stream stream, Status* status = nullptr);
   // Probes look at the unexpected messages as they stand, without receiving.
   bool iprobe(int source, int tag, Status* status = nullptr);
@@ -129,6 +144,13 @@ class Messenger {
   void cancel(const Request& r);
   // One progress round (test and wait progress by themselves).
   void progress();
+
+  // Active messages. register_am (collective) declares the handler ids (each < kMaxAmHandlers)
+  // this program handles; every PE must name the same ids (checked), and am_send to an id not
+  // registered is a bad argument. am_poll (host-memory PEs) progresses once and calls `handler`
+  // for each active message that arrived, at most `max`, in arrival order; it returns how many.
+  void register_am(std::span<const uint32_t> ids);
+  int am_poll(const std::function<void(const AmMessage&)>& handler, int max = 8);
 
   // Groups: Comm::send_on_stream / recv_on_stream between group_start and group_end are started
   // together and then waited for together (at most 64), so two PEs that each send before they

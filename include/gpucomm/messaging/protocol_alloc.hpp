@@ -202,8 +202,9 @@ GPUCOMM_MSG_FN int32_t counted_match(const B& b, C c, CommState& cm, F match) {
 }
 
 // Eager messages larger than an unexpected entry holds take one of the receiver's pool slots.
+// Active messages never do: their payload is parked in the AM table, not the pool.
 GPUCOMM_MSG_FN bool needs_eager_credit(uint32_t kind, uint64_t bytes) {
-  return (kind & kWireKindMask) == kWireEager && bytes > kInlineBytes;
+  return (kind & kWireKindMask) == kWireEager && (kind & kWireActive) == 0 && bytes > kInlineBytes;
 }
 
 // The communicator of context id `ctx`, or null when no live communicator has it.

@@ -274,6 +274,70 @@ GPUCOMM_MSG_FN void return_credits(const B& b, const StateView& s, int32_t pe) {
   p.idle_rounds = 0;
 }
 
+// An active message that arrived: parked in its sender's share of the AM table (a request entry,
+// granted by the sender's credit, or a reply entry, reserved by the request this PE sent), its
+// payload copied out of the ring, and queued in arrival order for am_poll (protocol_am.hpp). The
+// credits guarantee the entry, so parking never stalls the ring; a full share means the sender
+// broke them (a protocol fault).
+template <class B, class C>
+GPUCOMM_MSG_FN bool park_am(const B& b, C c, const StateView& s, const Arrival& a) {
+  const uint32_t q = s.cfg.am_per_sender;
+  const bool reply = (static_cast<uint32_t>(a.h.tag) & kAmReply) != 0;
+  int32_t slot = -1;
+  if (b.leader(c)) {
+    // Atomic: pollers free entries without the lock.
+    uint64_t* bits = &s.am_bits[a.pe];
+    const uint32_t base = reply ? 32u : 0u;
+    uint64_t v = b.ld(bits, Ord::relaxed);
+    for (;;) {
+      const uint64_t mask = ((q >= 32 ? ~uint64_t(0) : (uint64_t(1) << q) - 1) << base) & ~v;
+      if (mask == 0) break;
+      const uint32_t i = lowest_bit(mask);
+      if (b.cas(bits, v, v | (uint64_t(1) << i), Ord::acquire)) {
+        slot = static_cast<int32_t>((reply ? q : 0u) + (i - base));
+        break;
+      }
+    }
+    if (slot < 0) {
+      Diag d{};
+      d.kind = DiagKind::protocol;
+      d.op = DiagOp::progress;
+      d.arg = static_cast<uint32_t>(ProtocolFault::am_full);
+      d.peer = a.pe;
+      d.tag = a.h.tag;
+      d.value = v;
+      d.limit = q;
+      b.fail(d);
+    }
+  }
+  slot = b.bcast(c, slot);
+  if (slot < 0) return false;
+  const uint32_t idx = static_cast<uint32_t>(a.pe) * 2 * q + static_cast<uint32_t>(slot);
+  char* entry = s.am + static_cast<uint64_t>(idx) * am_entry_bytes(s.cfg);
+  char* payload = entry + sizeof(AmEntry);
+  const uint64_t bytes = min_of<uint64_t>(a.h.bytes, s.cfg.am_max);
+  if ((a.h.kind & kWireKindMask) == kWireLL) {
+    if (b.leader(c)) wire::store_words(payload, a.h.data, bytes);
+  } else {
+    const char* ring = ring_slot(s, a.pe, 0);
+    ring_segments(s.cfg, a.t, bytes, [&](uint64_t at, uint64_t off, uint64_t n) { b.copy(c, payload + off, ring + at, n); });
+  }
+  if (b.leader(c)) {
+    auto* e = reinterpret_cast<AmEntry*>(entry);
+    e->source = a.h.src;
+    e->id = static_cast<uint32_t>(a.h.tag) & kAmIdMask;
+    e->ctx = a.h.ctx;
+    e->flags = static_cast<uint32_t>(a.h.tag) & (kAmReply | kAmWantsReply);
+    e->bytes = bytes;
+    e->pe = a.pe;
+    e->replied = 0;
+    s.am_fifo[s.ctl->am_tail % (static_cast<uint64_t>(s.cfg.npes) * 2 * q)] = idx;
+    s.ctl->am_tail += 1;
+  }
+  b.sync(c);
+  return true;
+}
+
 // Handles one arrived message. Returns false (nothing consumed) when the communicator's UMQ or the
 // unexpected table has no room: the ring stalls until receives drain them.
 template <class B, class C>
@@ -291,6 +355,7 @@ GPUCOMM_MSG_FN bool handle_arrival(const B& b, C c, const StateView& s, const Ar
     if (b.leader(c)) b.fail(d);
     return false;
   }
+  if (a.h.kind & kWireActive) return park_am(b, c, s, a);
   if (!b.bcast(c, b.leader(c) && cm->umq_n < cm->cap)) return false;
   // Matched first; an unexpected entry is taken only for a message that joined the UMQ (its
   // envelope's handle is then patched to the entry).

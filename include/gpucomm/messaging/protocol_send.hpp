@@ -49,6 +49,13 @@ GPUCOMM_MSG_FN bool take_eager_credit(const B& b, const StateView& s, int32_t pe
 template <class B>
 GPUCOMM_MSG_FN SendPlan plan_send(const B& b, const StateView& s, const SendArgs& a, bool direct) {
   SendPlan p{};
+  if (a.active && !(a.bytes <= kLLMaxBytes && direct)) {
+    // Active messages are eager whatever their size (the caller checked it is at most eager_max):
+    // the receiver parks them in its AM table, so they take no eager credit.
+    p.kind = kWireEager | a.active;
+    p.nslots = 1 + wire::cont_slots(s.cfg.slot_bytes, a.bytes);
+    return p;
+  }
   if (a.bytes <= kLLMaxBytes && direct) {
     p.kind = kWireLL | a.active;
     p.nslots = 1;

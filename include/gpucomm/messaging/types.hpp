@@ -58,6 +58,18 @@ struct Message {
   static constexpr uint32_t kProcNull = 0xfffffffeu;
 };
 
+// An active message as its handler gets it (docs/MESSAGING.md, "Active messages").
+struct AmMessage {
+  int32_t source;  // the sender's rank in the communicator
+  uint32_t id;     // handler id
+  int32_t ctx;     // the communicator's context id
+  uint32_t flags;  // kAmWantsReply: a request whose handler must answer once with am_reply
+  const void* payload;  // valid while the handler runs
+  uint64_t bytes;
+  uint32_t entry;  // where it is parked (am_reply marks it answered)
+  uint32_t reserved;
+};
+
 // A completion counter (docs/MESSAGING.md, "Events"): every request attached to it adds one when
 // it completes; kernels and the host wait until it reaches a value. Lives in local memory of the
 // PE (device memory on GPU PEs).
