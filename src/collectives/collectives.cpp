@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -106,6 +107,7 @@ struct Collectives::Impl {
   DeviceHandle dh{};
   CollDiag* diag_host = nullptr;
   CollDiag* diag_dev = nullptr;
+  int uncaught_at_start = 0;  // std::uncaught_exceptions() when constructed
 
   explicit Impl(Runtime& r) : rt(r), set(detail::read_settings()), pool(r, set) {
     env_algo = parse_algo_env();
@@ -254,10 +256,19 @@ struct Collectives::Impl {
   }
 };
 
-Collectives::Collectives(Runtime& rt) : impl_(std::make_unique<Impl>(rt)) {}
+Collectives::Collectives(Runtime& rt) : impl_(std::make_unique<Impl>(rt)) {
+  impl_->uncaught_at_start = std::uncaught_exceptions();
+}
 
 Collectives::~Collectives() {
   try {
+    // Nobody would join the pool's release (a collective free) once the job failed, nor while an
+    // error unwinds (a collective left in the middle: the others may still wait inside it; the
+    // runtime aborts the job when the error leaves its scope).
+    if (impl_->rt.aborted() || impl_->rt.failed() || std::uncaught_exceptions() > impl_->uncaught_at_start) {
+      GPUCOMM_LOG(debug, "Collectives: the job failed or an error unwinds; the pool stays allocated until finalize");
+      return;
+    }
     // A GPU whose kernel failed cannot take part in the pool's release (a collective free).
     if (impl_->gpu && cudaDeviceSynchronize() != cudaSuccess) {
       GPUCOMM_LOG(debug, "Collectives: the GPU failed; the pool stays allocated until finalize");
@@ -435,6 +446,10 @@ void Collectives::check_device() {
       if (t->h.team.size == d.team_size) members = t->team.members();
     }
     const std::string text = detail::describe(d, members);
+    // This PE's kernel failed by itself (it trapped; its GPU is unusable, and peers may wait on the
+    // device for its next push): the job fails now, so their waits leave naming this PE. A record of
+    // a wait that left because the job failed elsewhere names that failure instead.
+    if (d.kind != CollDiag::aborted && !m.rt.failed()) m.rt.bootstrap().abort(text);
     const Errc code = d.kind == CollDiag::timeout   ? Errc::timeout
                       : d.kind == CollDiag::aborted ? Errc::peer_failure
                                                     : Errc::invalid_argument;
