@@ -205,6 +205,28 @@ struct Collectives::Impl {
     return c;
   }
 
+  // One-member teams on GPU PEs: no protocol, no workspace; one small kernel or nothing
+  // (docs/COLLECTIVES.md, "One-member teams"). A barrier still completes earlier puts when a proxy
+  // carries them, and alltoallv's counts on the device are read by the protocol's kernel.
+  bool alone(const TeamState& ts, const Call& call, const uint64_t* inline_counts) const {
+    if (ts.h.team.size != 1) return false;
+    if (call.op == CollOp::barrier) return dh.num_queues == 0;
+    return call.op != CollOp::alltoallv || inline_counts != nullptr;
+  }
+  static cudaError_t run_alone(const Call& call, const uint64_t* inline_counts, cudaStream_t s) {
+    const size_t sz = type_size(call.dt);
+    if (call.op == CollOp::barrier) return cudaSuccess;  // stream order is the whole barrier
+    if (call.op == CollOp::alltoallv) {
+      // inline_counts: send_counts, send_displs, recv_counts, recv_displs (one entry each).
+      if (inline_counts[0] == 0) return cudaSuccess;
+      return detail::launch_alone_copy(static_cast<char*>(call.recv) + inline_counts[3] * sz,
+                                       static_cast<const char*>(call.send) + inline_counts[1] * sz,
+                                       inline_counts[0] * sz, s);
+    }
+    if (reduces(call.op)) return detail::launch_alone_convert(call.dt, call.recv, call.send, call.count, s);
+    return detail::launch_alone_copy(call.recv, call.send, call.count * sz, s);
+  }
+
   void run(TeamState& ts, Call& call, Stream stream, const char* name, const uint64_t* inline_counts = nullptr) {
     if (!gpu) {
       detail::run_on_host(rt, ts.h, call, timeout_ms);
@@ -212,7 +234,9 @@ struct Collectives::Impl {
     }
     auto s = reinterpret_cast<cudaStream_t>(stream ? stream : rt.stream());
     cudaError_t e;
-    if (inline_counts) {
+    if (alone(ts, call, inline_counts)) {
+      e = run_alone(call, inline_counts, s);
+    } else if (inline_counts) {
       const auto n = static_cast<size_t>(ts.h.team.size);
       e = detail::launch_alltoallv_inline(dh, ts.h, call, inline_counts, inline_counts + n, inline_counts + 2 * n,
                                           inline_counts + 3 * n, set.threads, s);
@@ -410,6 +434,10 @@ void Collectives::alltoallv(const void* send, const uint64_t* send_counts, const
   c.recv_counts = recv_counts;
   c.recv_displs = recv_displs;
   if (!o.counts_on_device) {
+    // One member: what it sends itself is what it receives (larger teams check pairwise in the protocol).
+    GPUCOMM_CHECK_ARG(n != 1 || send_counts[0] == recv_counts[0], name, "recv_counts",
+                      "recv_counts[0] is " + std::to_string(recv_counts[0]) + ", send_counts[0] is " +
+                          std::to_string(send_counts[0]) + " (a one-member team sends to itself)");
     uint64_t sent = 0, got = 0;
     for (int i = 0; i < n; ++i) {
       GPUCOMM_CHECK_ARG(send_counts[i] <= (uint64_t{1} << 40) && recv_counts[i] <= (uint64_t{1} << 40), name, "counts",
