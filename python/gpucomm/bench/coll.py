@@ -93,7 +93,8 @@ def run(args) -> int:
     sys.stdout.flush()
     with tempfile.TemporaryDirectory(prefix="gpucomm-bench-coll-") as tmp:
         if args.anchors and gpus:
-            args.in_kernel = kernel_sizes(args)
+            if n <= gpus:  # PEs sharing a GPU would time the time slices, not the collectives
+                args.in_kernel = kernel_sizes(args)
             if not args.json:  # the comparisons read gpucomm's results
                 args.json = os.path.join(tmp, "coll.json")
         rc = launch(LaunchOptions(nprocs=n, command=command(args), extra_env=env, gpus="auto" if gpus else "none"))
