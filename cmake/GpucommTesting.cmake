@@ -24,10 +24,14 @@ function(gpucomm_add_gtest name)
                ENVIRONMENT "PYTHONPATH=${CMAKE_BINARY_DIR}/python")
 endfunction()
 
-# gpucomm_add_launch_test(NAME NP n COMMAND prog args [LABELS ...] [LAUNCHER gpucomm|mpirun])
-#   Runs a program on n PEs under `gpucomm run` (default) or mpirun.
+# gpucomm_add_launch_test(NAME NP n COMMAND prog args [LABELS ...] [LAUNCHER gpucomm|mpirun]
+#                         [EXPECT_FAILURE [FIRST rank] [WITHIN seconds]])
+#   Runs a program on n PEs under `gpucomm run` (default) or mpirun. EXPECT_FAILURE: a PE fails the
+#   job on purpose; the test passes when the job ended failed, every PE printed "PE OK", the launcher
+#   named the PE that failed first (FIRST), whose report came first, within WITHIN seconds
+#   (tests/support/expect_failed_job.py).
 function(gpucomm_add_launch_test name)
-  cmake_parse_arguments(T "" "NP;LAUNCHER;TIMEOUT" "COMMAND;LABELS;ENV;LAUNCH_ARGS" ${ARGN})
+  cmake_parse_arguments(T "EXPECT_FAILURE" "NP;LAUNCHER;TIMEOUT;FIRST;WITHIN" "COMMAND;LABELS;ENV;LAUNCH_ARGS" ${ARGN})
   if(NOT T_LAUNCHER)
     set(T_LAUNCHER gpucomm)
   endif()
@@ -41,6 +45,16 @@ function(gpucomm_add_launch_test name)
     set(cmd ${MPIEXEC_EXECUTABLE} --allow-run-as-root --oversubscribe -np ${T_NP} ${T_COMMAND})
   else()
     set(cmd ${Python_EXECUTABLE} -m gpucomm run -n ${T_NP} --tag-output ${T_LAUNCH_ARGS} -- ${T_COMMAND})
+  endif()
+  if(T_EXPECT_FAILURE)
+    set(expect ${Python_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/support/expect_failed_job.py --np ${T_NP})
+    if(DEFINED T_FIRST)
+      list(APPEND expect --first ${T_FIRST})
+    endif()
+    if(T_WITHIN)
+      list(APPEND expect --within ${T_WITHIN})
+    endif()
+    set(cmd ${expect} -- ${cmd})
   endif()
   add_test(NAME ${name} COMMAND ${cmd})
   set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT}

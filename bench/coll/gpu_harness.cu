@@ -3,6 +3,7 @@
 
 #include <chrono>
 
+#include "gpucomm/collectives/collectives_device.cuh"
 #include "gpucomm/core/cuda_check.hpp"
 #include "harness.hpp"
 
@@ -11,6 +12,16 @@ namespace gpucomm::bench {
 namespace {
 
 __global__ void empty_kernel() {}
+
+// The in-kernel calls, `iters` back to back by one block (kernel_samples_us).
+__global__ void barrier_loop(const __grid_constant__ DeviceHandle h, const __grid_constant__ coll::CollHandle ch,
+                             int iters) {
+  for (int i = 0; i < iters; ++i) coll::device::barrier(coop::Block{}, h, ch);
+}
+__global__ void allreduce_loop(const __grid_constant__ DeviceHandle h, const __grid_constant__ coll::CollHandle ch,
+                               const float* send, float* recv, size_t count, int iters) {
+  for (int i = 0; i < iters; ++i) coll::device::allreduce(coop::Block{}, h, ch, send, recv, count, coll::RedOp::sum);
+}
 
 class GpuHarness final : public Harness {
  public:
@@ -67,6 +78,46 @@ class GpuHarness final : public Harness {
 
   double enqueue_us(const CollCall& call, int iters, int samples) override {
     return host_time_us([&] { call(rt_.stream()); }, iters, samples, "the enqueued collectives");
+  }
+  std::vector<double> kernel_samples_us(coll::Collectives& coll, size_t bytes, int iters, int samples, unsigned threads,
+                                        long long* wrong) override {
+    const DeviceHandle h = rt_.device_handle();
+    const coll::CollHandle ch = coll.handle(rt_.world());
+    const size_t count = bytes / sizeof(float);
+    float* send = nullptr;
+    float* recv = nullptr;
+    if (count) {
+      send = static_cast<float*>(alloc(count * sizeof(float)));
+      recv = static_cast<float*>(alloc(count * sizeof(float)));
+      const std::vector<float> ones(count, 1.0f);
+      upload(send, ones.data(), count * sizeof(float));
+    }
+    std::vector<double> out;
+    for (int s = 0; s <= samples; ++s) {
+      rt_.barrier_all();
+      GPUCOMM_CUDA_CHECK(cudaEventRecord(start_, stream_));
+      if (count) {
+        allreduce_loop<<<1, threads, 0, stream_>>>(h, ch, send, recv, count, iters);
+      } else {
+        barrier_loop<<<1, threads, 0, stream_>>>(h, ch, iters);
+      }
+      GPUCOMM_CUDA_CHECK_LAUNCH("the in-kernel collectives");
+      GPUCOMM_CUDA_CHECK(cudaEventRecord(stop_, stream_));
+      sync("the in-kernel collectives");
+      float ms = 0;
+      GPUCOMM_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+      if (s > 0) out.push_back(1000.0 * ms / iters);
+    }
+    *wrong = -1;
+    if (count) {
+      std::vector<float> got(count);
+      download(got.data(), recv, count * sizeof(float));
+      *wrong = 0;
+      for (float v : got) *wrong += v != static_cast<float>(rt_.size());
+      release(send);
+      release(recv);
+    }
+    return out;
   }
   double launch_floor_us(int iters, int samples) override {
     return host_time_us(

@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "gpucomm/collectives/collectives.hpp"
 #include "gpucomm/runtime/runtime.hpp"
 
 namespace gpucomm::bench {
@@ -32,6 +33,12 @@ class Harness {
   // median of `samples`) and the same for an empty kernel launch on the same stream.
   virtual double enqueue_us(const CollCall& call, int iters, int samples) = 0;
   virtual double launch_floor_us(int iters, int samples) = 0;
+  // GPU PEs: microseconds per in-kernel call on the world, `samples` kernels (after one warm-up) of
+  // `iters` back-to-back calls by one block of `threads` threads: the barrier (bytes 0) or an f32
+  // sum allreduce of `bytes` out of place (Algorithm::automatic: the handle's rules). `wrong` gets
+  // the result elements that differ from the number of PEs. Empty on host-memory PEs.
+  virtual std::vector<double> kernel_samples_us(coll::Collectives& coll, size_t bytes, int iters, int samples,
+                                                unsigned threads, long long* wrong) = 0;
 };
 
 std::unique_ptr<Harness> make_host_harness(Runtime& rt);

@@ -43,6 +43,10 @@ void usage(FILE* f) {
                "  --algo A          algorithm (auto, oneshot, oneshot_ll, twoshot, ring, multiring, hierarchical)\n"
                "  --max-ctas N      bound on the CTAs (channels) of a call (default: GPUCOMM_COLL_MAX_CTAS)\n"
                "  --no-check        skip the correctness pass (the wrong column shows -)\n"
+               "  --in-kernel LIST  GPU PEs: also time the in-kernel barrier and f32 sum allreduce at these sizes\n"
+               "                    (bytes, comma-separated), one block calling back to back inside a kernel\n"
+               "  --kernel-iters N  in-kernel calls per timed kernel (default 1000)\n"
+               "  --kernel-threads T  threads of the in-kernel block (default 256)\n"
                "  --json FILE       write the results as JSON (rank 0)\n"
                "  --quick           fewer sizes, iterations and samples\n"
                "Time: per call, the median over samples of the slowest PE's mean over `iters` back-to-back\n"
@@ -99,6 +103,9 @@ struct Config {
   coll::CollOptions opts;
   bool check = true;
   std::string json;
+  std::vector<size_t> kernel_sizes;  // --in-kernel
+  int kernel_iters = 1000;
+  unsigned kernel_threads = 256;
 };
 
 Config parse_args(int argc, char** argv, bool* help) {
@@ -146,6 +153,14 @@ Config parse_args(int argc, char** argv, bool* help) {
       cfg.check = false;
     } else if (a == "--json") {
       cfg.json = next();
+    } else if (a == "--in-kernel") {
+      std::stringstream ss(next());
+      std::string item;
+      while (std::getline(ss, item, ',')) cfg.kernel_sizes.push_back(static_cast<size_t>(parse_num(item, a)));
+    } else if (a == "--kernel-iters") {
+      cfg.kernel_iters = static_cast<int>(parse_num(next(), a));
+    } else if (a == "--kernel-threads") {
+      cfg.kernel_threads = static_cast<unsigned>(parse_num(next(), a));
     } else if (a == "--quick") {
       quick = true;
     } else if (a == "-h" || a == "--help") {
@@ -163,7 +178,11 @@ Config parse_args(int argc, char** argv, bool* help) {
       cfg.factor = 8;
     }
   }
+  if (quick) cfg.kernel_iters = std::min(cfg.kernel_iters, 200);
   if (cfg.iters < 1) raise_arg(kTool, "--iters", "must be at least 1");
+  if (cfg.kernel_iters < 1) raise_arg(kTool, "--kernel-iters", "must be at least 1");
+  if (cfg.kernel_threads < 32 || cfg.kernel_threads > 1024 || cfg.kernel_threads % 32)
+    raise_arg(kTool, "--kernel-threads", "must be a multiple of 32 from 32 to 1024");
   if (cfg.samples < 1) raise_arg(kTool, "--samples", "must be at least 1");
   if (cfg.factor < 2) raise_arg(kTool, "--stepfactor", "must be at least 2");
   if (cfg.minbytes > cfg.maxbytes) raise_arg(kTool, "--minbytes", "is larger than --maxbytes");
@@ -207,8 +226,10 @@ Measured measure(Runtime& rt, coll::Collectives& coll, Harness& h, const Config&
   const Team& team = rt.world();
   const CaseBuffers b = place(c, send_alloc, recv_alloc);
   const coll::Choice choice = coll.plan(c.op, c.dt, plan_bytes(c), team, cfg.opts);
-  m.ctas = choice.channels;
-  m.algorithm = coll::algorithm_name(choice.algorithm);
+  // A one-member team runs no protocol on GPU PEs (a copy kernel, or nothing in place).
+  const bool alone = h.gpu() && team.size() == 1;
+  m.ctas = alone ? 0 : choice.channels;
+  m.algorithm = alone ? "one-member" : coll::algorithm_name(choice.algorithm);
   const CollCall call = make_call(coll, team, c, b, cfg.opts);
   long long wrong = -1;
   if (cfg.check) {
@@ -332,6 +353,36 @@ int run(int argc, char** argv) {
       if (op == coll::CollOp::barrier || bytes >= cfg.maxbytes || bytes * cfg.factor > cfg.maxbytes) break;
     }
   }
+  // In-kernel calls (GPU PEs): the barrier, then the allreduce at each size.
+  if (gpu && !cfg.kernel_sizes.empty()) {
+    if (me == 0) {
+      std::printf("# in-kernel: one block of %u threads, %d back-to-back calls per kernel, time per call\n",
+                  cfg.kernel_threads, cfg.kernel_iters);
+      std::printf("%-15s %-6s %11s  %10s %6s  %s\n", "# op", "mode", "size", "time(us)", "wrong", "algorithm");
+    }
+    std::vector<size_t> sizes = {0};
+    sizes.insert(sizes.end(), cfg.kernel_sizes.begin(), cfg.kernel_sizes.end());
+    for (size_t bytes : sizes) {
+      const size_t b = bytes / sizeof(float) * sizeof(float);
+      if (bytes && !b) continue;
+      const coll::CollOp op = b ? coll::CollOp::allreduce : coll::CollOp::barrier;
+      Case c = make_case(op, coll::DataType::f32, coll::RedOp::sum, b, false, n, me);
+      long long wrong = -1;
+      Measured m;
+      combine(rt, h->kernel_samples_us(coll, b, cfg.kernel_iters, cfg.samples, cfg.kernel_threads, &wrong), wrong, &m);
+      m.ran = true;
+      m.ctas = 1;
+      m.algorithm = n == 1 ? "one-member" : coll::algorithm_name(coll.plan(op, c.dt, b, rt.world()).algorithm);
+      m.algbw = m.time_us > 0 ? static_cast<double>(b) / m.time_us / 1e3 : 0;
+      m.busbw = m.algbw * bus_factor(c);
+      results.push_back(json_result(c, "kernel", "out", m));
+      if (me == 0) {
+        std::printf("%-15s %-6s %11zu  %10.3f %6lld  %s\n", coll::op_name(op), "kernel", b, m.time_us, m.wrong,
+                    m.algorithm.c_str());
+        std::fflush(stdout);
+      }
+    }
+  }
   // The targets of the stream-ordered path (GPU PEs): enqueue cost beside the launch floor.
   double enqueue = 0, floor = 0;
   if (gpu && first_allreduce_bytes) {
@@ -348,8 +399,9 @@ int run(int argc, char** argv) {
           first_allreduce_bytes, n, enqueue, floor, enqueue <= floor + 1.0 ? "met" : "NOT met");
       if (first_graph_allreduce.ran) {
         std::printf(
-            "# graph replay per allreduce (%zu B): %.2f us; target: no slower than NCCL's one-rank graph "
-            "replay (0.9-1.1 us on one H100; NCCL is not driven by this program)\n",
+            "# graph replay per allreduce (%zu B, out of place): %.2f us; target: no slower than NCCL's one-rank "
+            "graph replay (1.30 us for an 8-byte allgather on one H100; `gpucomm bench coll --anchors` measures "
+            "NCCL in the same run)\n",
             first_allreduce_bytes, first_graph_allreduce.time_us);
       }
     }

@@ -58,7 +58,8 @@ int with_runtime(const std::function<int(gpucomm::Runtime&)>& body) {
 namespace {
 
 constexpr const char* kScenarios =
-    "failures: loop [- ITERS], exception V, abort V, bad-env-heap V, bad-env-timeout V, caught-timeout V\n"
+    "failures: loop [- ITERS], exception V, abort V, bad-env-heap V, bad-env-timeout V, caught-timeout V,\n"
+    "          coll-raise V\n"
     "checks:   bad-input, heap-mismatch V, alloc-mismatch V, dead-put V, barrier-blame V, cloexec\n"
     "soak:     soak SECONDS\n"
     "gpu:      gpu-kill-wait V (two PEs sharing a GPU; skipped without one)\n";

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -106,6 +107,7 @@ struct Collectives::Impl {
   DeviceHandle dh{};
   CollDiag* diag_host = nullptr;
   CollDiag* diag_dev = nullptr;
+  int uncaught_at_start = 0;  // std::uncaught_exceptions() when constructed
 
   explicit Impl(Runtime& r) : rt(r), set(detail::read_settings()), pool(r, set) {
     env_algo = parse_algo_env();
@@ -203,6 +205,28 @@ struct Collectives::Impl {
     return c;
   }
 
+  // One-member teams on GPU PEs: no protocol, no workspace; one small kernel or nothing
+  // (docs/COLLECTIVES.md, "One-member teams"). A barrier still completes earlier puts when a proxy
+  // carries them, and alltoallv's counts on the device are read by the protocol's kernel.
+  bool alone(const TeamState& ts, const Call& call, const uint64_t* inline_counts) const {
+    if (ts.h.team.size != 1) return false;
+    if (call.op == CollOp::barrier) return dh.num_queues == 0;
+    return call.op != CollOp::alltoallv || inline_counts != nullptr;
+  }
+  static cudaError_t run_alone(const Call& call, const uint64_t* inline_counts, cudaStream_t s) {
+    const size_t sz = type_size(call.dt);
+    if (call.op == CollOp::barrier) return cudaSuccess;  // stream order is the whole barrier
+    if (call.op == CollOp::alltoallv) {
+      // inline_counts: send_counts, send_displs, recv_counts, recv_displs (one entry each).
+      if (inline_counts[0] == 0) return cudaSuccess;
+      return detail::launch_alone_copy(static_cast<char*>(call.recv) + inline_counts[3] * sz,
+                                       static_cast<const char*>(call.send) + inline_counts[1] * sz,
+                                       inline_counts[0] * sz, s);
+    }
+    if (reduces(call.op)) return detail::launch_alone_convert(call.dt, call.recv, call.send, call.count, s);
+    return detail::launch_alone_copy(call.recv, call.send, call.count * sz, s);
+  }
+
   void run(TeamState& ts, Call& call, Stream stream, const char* name, const uint64_t* inline_counts = nullptr) {
     if (!gpu) {
       detail::run_on_host(rt, ts.h, call, timeout_ms);
@@ -210,7 +234,9 @@ struct Collectives::Impl {
     }
     auto s = reinterpret_cast<cudaStream_t>(stream ? stream : rt.stream());
     cudaError_t e;
-    if (inline_counts) {
+    if (alone(ts, call, inline_counts)) {
+      e = run_alone(call, inline_counts, s);
+    } else if (inline_counts) {
       const auto n = static_cast<size_t>(ts.h.team.size);
       e = detail::launch_alltoallv_inline(dh, ts.h, call, inline_counts, inline_counts + n, inline_counts + 2 * n,
                                           inline_counts + 3 * n, set.threads, s);
@@ -254,10 +280,19 @@ struct Collectives::Impl {
   }
 };
 
-Collectives::Collectives(Runtime& rt) : impl_(std::make_unique<Impl>(rt)) {}
+Collectives::Collectives(Runtime& rt) : impl_(std::make_unique<Impl>(rt)) {
+  impl_->uncaught_at_start = std::uncaught_exceptions();
+}
 
 Collectives::~Collectives() {
   try {
+    // Nobody would join the pool's release (a collective free) once the job failed, nor while an
+    // error unwinds (a collective left in the middle: the others may still wait inside it; the
+    // runtime aborts the job when the error leaves its scope).
+    if (impl_->rt.aborted() || impl_->rt.failed() || std::uncaught_exceptions() > impl_->uncaught_at_start) {
+      GPUCOMM_LOG(debug, "Collectives: the job failed or an error unwinds; the pool stays allocated until finalize");
+      return;
+    }
     // A GPU whose kernel failed cannot take part in the pool's release (a collective free).
     if (impl_->gpu && cudaDeviceSynchronize() != cudaSuccess) {
       GPUCOMM_LOG(debug, "Collectives: the GPU failed; the pool stays allocated until finalize");
@@ -399,6 +434,10 @@ void Collectives::alltoallv(const void* send, const uint64_t* send_counts, const
   c.recv_counts = recv_counts;
   c.recv_displs = recv_displs;
   if (!o.counts_on_device) {
+    // One member: what it sends itself is what it receives (larger teams check pairwise in the protocol).
+    GPUCOMM_CHECK_ARG(n != 1 || send_counts[0] == recv_counts[0], name, "recv_counts",
+                      "recv_counts[0] is " + std::to_string(recv_counts[0]) + ", send_counts[0] is " +
+                          std::to_string(send_counts[0]) + " (a one-member team sends to itself)");
     uint64_t sent = 0, got = 0;
     for (int i = 0; i < n; ++i) {
       GPUCOMM_CHECK_ARG(send_counts[i] <= (uint64_t{1} << 40) && recv_counts[i] <= (uint64_t{1} << 40), name, "counts",
@@ -435,6 +474,10 @@ void Collectives::check_device() {
       if (t->h.team.size == d.team_size) members = t->team.members();
     }
     const std::string text = detail::describe(d, members);
+    // This PE's kernel failed by itself (it trapped; its GPU is unusable, and peers may wait on the
+    // device for its next push): the job fails now, so their waits leave naming this PE. A record of
+    // a wait that left because the job failed elsewhere names that failure instead.
+    if (d.kind != CollDiag::aborted && !m.rt.failed()) m.rt.bootstrap().abort(text);
     const Errc code = d.kind == CollDiag::timeout   ? Errc::timeout
                       : d.kind == CollDiag::aborted ? Errc::peer_failure
                                                     : Errc::invalid_argument;

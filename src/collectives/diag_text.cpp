@@ -84,10 +84,13 @@ std::string describe(const CollDiag& d, const std::vector<int>& members) {
   }
   char t[64];
   std::snprintf(t, sizeof t, " after %.3f s", static_cast<double>(d.elapsed_ns) / 1e9);
-  const std::string what =
-      d.kind == CollDiag::aborted
-          ? "aborted (the job failed elsewhere: rank " + std::to_string(d.expected) + ")" + t + " while "
-          : std::string("timed out") + t + " (GPUCOMM_TIMEOUT sets the limit) ";
+  // An abort's `expected` is the job-state word less one: the first failed PE, or 0xfffffffe when
+  // no PE failed first (the launcher is gone).
+  const std::string first =
+      d.expected == 0xfffffffeull ? std::string("the launcher is gone") : "rank " + std::to_string(d.expected);
+  const std::string what = d.kind == CollDiag::aborted
+                               ? "aborted (the job failed elsewhere: " + first + ")" + t + " while "
+                               : std::string("timed out") + t + " (GPUCOMM_TIMEOUT sets the limit) ";
   return s + what + missing_text(ranks, worlds, d.peer, d.seen, true);
 }
 

@@ -11,6 +11,7 @@ bool gpu_kernels_built() {
 cudaError_t preload_kernels() {
   if (cudaError_t e = preload_float(); e != cudaSuccess) return e;
   if (cudaError_t e = preload_int(); e != cudaSuccess) return e;
+  if (cudaError_t e = preload_alone(); e != cudaSuccess) return e;
   return preload_move();
 }
 

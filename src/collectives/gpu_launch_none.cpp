@@ -12,6 +12,15 @@ cudaError_t preload_kernels() {
 cudaError_t launch(const DeviceHandle&, const CollHandle&, const Call&, unsigned, cudaStream_t) {
   return cudaErrorNotSupported;
 }
+cudaError_t launch_alone_copy(void*, const void*, uint64_t, cudaStream_t) {
+  return cudaErrorNotSupported;
+}
+cudaError_t launch_alone_convert(DataType, void*, const void*, uint64_t, cudaStream_t) {
+  return cudaErrorNotSupported;
+}
+cudaError_t preload_alone() {
+  return cudaErrorNotSupported;
+}
 cudaError_t launch_alltoallv_inline(const DeviceHandle&, const CollHandle&, const Call&, const uint64_t*,
                                     const uint64_t*, const uint64_t*, const uint64_t*, unsigned, cudaStream_t) {
   return cudaErrorNotSupported;

@@ -110,17 +110,24 @@ class HostBackend {
     return seen;
   }
   [[noreturn]] void fail_mismatch(int q, uint32_t mine, uint32_t theirs) {
-    raise(Errc::invalid_argument, context(), mismatch_text(mine, theirs, q, world(q)));
+    fail_argument(mismatch_text(mine, theirs, q, world(q)));
   }
   [[noreturn]] void fail_counts(int q, uint64_t sent, uint64_t expected) {
-    raise(Errc::invalid_argument, context(),
-          "alltoallv: team rank " + std::to_string(q) + " (world " + std::to_string(world(q)) + ") sends " +
-              std::to_string(sent) + " elements to this PE, recv_counts[" + std::to_string(q) + "] is " +
-              std::to_string(expected));
+    fail_argument("alltoallv: team rank " + std::to_string(q) + " (world " + std::to_string(world(q)) + ") sends " +
+                  std::to_string(sent) + " elements to this PE, recv_counts[" + std::to_string(q) + "] is " +
+                  std::to_string(expected));
   }
 
  private:
   int world(int q) const { return team_world_rank(h_.team, q); }
+  // This PE left the collective in the middle (the others may wait for its next push): noted like a
+  // wait that failed, so that the runtime aborts the job instead of finalizing, unless a barrier of
+  // every PE completes first (the program caught the error and the job is in step again).
+  [[noreturn]] void fail_argument(const std::string& why) {
+    const std::string what = context();
+    rt_.bootstrap().note_local_failure(what + ": " + why);
+    raise(Errc::invalid_argument, what, why);
+  }
   static std::string hex32(uint32_t v) {
     char b[16];
     std::snprintf(b, sizeof b, "%08x", v);

@@ -53,6 +53,9 @@ constexpr Variable kVariables[] = {
     {"GPUCOMM_HOSTNAME", "", "Overrides this process's node name, so one host can act as several nodes in tests."},
     {"GPUCOMM_BIN_DIR", "",
      "Folder where the `gpucomm` command looks for its tool programs (default: the package's _bin folder)."},
+    {"GPUCOMM_ANCHORS_DIR", "",
+     "Folder of the in-kernel anchor programs of `gpucomm bench coll --anchors` (built by "
+     "bench/coll_anchors/build.sh; default: built from the source tree into a cache folder)."},
     {"GPUCOMM_TEST_SEED", "",
      "Tests only: replays a randomized test with this seed (each run draws a fresh one and prints it on failure)."},
     {"GPUCOMM_TEST_EXPECT_NVLINKS", "",

@@ -49,6 +49,12 @@ std::string describe_device_failure(const DeviceDiag& d, uint64_t heap_bytes) {
         return where + op + ": " + addr + " (+" + std::to_string(d.expected) +
                " bytes) is not inside the symmetric heap of " + std::to_string(d.seen ? d.seen : heap_bytes) + " bytes";
       }
+      if (d.cmp == Cmp::ne) {
+        // A check between PEs (the collectives' argument signatures, alltoallv's counts): the layer's
+        // own record (its check_device()) names the fields.
+        return where + op + ": the arguments differ from PE " + std::to_string(d.peer) + "'s (" +
+               std::to_string(d.expected) + " here, " + std::to_string(d.seen) + " there)";
+      }
       return where + op + ": " + addr + " is not aligned to " + std::to_string(d.seen) + " bytes";
     case DeviceFault::proxy:
       return where + op + (d.peer >= 0 ? " to PE " + std::to_string(d.peer) : std::string()) + ": proxy queue " +

@@ -86,20 +86,38 @@ Stream Runtime::stream() const {
   return gpu_->stream;
 }
 
-void Runtime::check_device() const {
-  if (!gpu_) return;
+bool Runtime::device_record(DeviceDiag* out) const {
+  if (!gpu_) return false;
   const uint32_t* state = &gpu_->diag_host->state;
-  if (mem::host_load(state, std::memory_order_acquire) == DeviceDiag::kEmpty) return;
+  if (mem::host_load(state, std::memory_order_acquire) == DeviceDiag::kEmpty) return false;
   // A record being written is complete within microseconds of the first failing thread; the
   // acquire of kReady makes its fields visible (the device released them with the state).
   for (int i = 0; i < 100000 && mem::host_load(state, std::memory_order_acquire) != DeviceDiag::kReady; ++i) {
   }
+  std::memcpy(out, gpu_->diag_host, sizeof *out);
+  return true;
+}
+
+std::string Runtime::own_device_failure() const {
+  DeviceDiag d;
+  if (!device_record(&d) || d.fault == DeviceFault::aborted) return {};
+  return "a kernel failed on GPU " + std::to_string(device_id_) + ": " +
+         detail::describe_device_failure(d, heap_ ? heap_->size() : 0);
+}
+
+void Runtime::check_device() const {
   DeviceDiag copy;
-  std::memcpy(&copy, gpu_->diag_host, sizeof copy);
+  if (!device_record(&copy)) return;
+  const std::string text = detail::describe_device_failure(copy, heap_ ? heap_->size() : 0);
+  // A kernel of this PE failed by itself: its CUDA context is unusable, and peers may be waiting on
+  // the device for what it would have sent. The job fails now, so their waits leave at once naming
+  // this PE (a record of a wait that left because the job failed elsewhere names that failure).
+  if (copy.fault != DeviceFault::aborted && bootstrap_ && !bootstrap_->failed())
+    bootstrap_->abort(own_device_failure());
   const Errc code = copy.fault == DeviceFault::timeout   ? Errc::timeout
                     : copy.fault == DeviceFault::aborted ? Errc::peer_failure
                                                          : Errc::invalid_argument;
-  raise(code, "device", detail::describe_device_failure(copy, heap_ ? heap_->size() : 0));
+  raise(code, "device", text);
 }
 
 }  // namespace gpucomm

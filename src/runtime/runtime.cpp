@@ -63,6 +63,7 @@ Runtime::~Runtime() {
     if (std::uncaught_exceptions() > uncaught_at_start_) {
       // Leaving the runtime's scope by an exception: the others must not wait in finalize.
       std::string local = bootstrap_ ? bootstrap_->local_failure() : std::string();
+      if (local.empty()) local = own_device_failure();
       abort(local.empty() ? "an exception is unwinding through gpucomm::Runtime (the program's own report follows)"
                           : local);
     } else {
@@ -215,12 +216,16 @@ void Runtime::finalize() {
     finalized_ = true;
     return;
   }
-  // A PE out of step (one of its own waits failed) aborts: nobody would join its barrier.
+  // A PE out of step (one of its own waits failed) aborts: nobody would join its barrier. So does a
+  // PE whose kernel failed by itself (its GPU is unusable; peers may wait for it on the device).
   if (!bootstrap_->failed() && !bootstrap_->local_failure().empty()) return abort(bootstrap_->local_failure());
+  if (!bootstrap_->failed()) {
+    if (std::string own = own_device_failure(); !own.empty()) return abort(own);
+  }
   if (!bootstrap_->failed()) {
     try {
       quiet();
-    } catch (const std::exception& e) {  // a GPU that trapped still lets the others finalize
+    } catch (const std::exception& e) {  // a GPU that failed without a record still lets the others finalize
       GPUCOMM_LOG(error, "finalize: " << e.what());
     }
     try {

@@ -4,12 +4,14 @@
 //   kernel    the in-kernel API at warp, block and grid level against the reference
 //   graph     allreduce and allgather captured into a CUDA graph, replayed 1000 times
 //   teams     collectives on two teams at once (two streams), checked
-//   mismatch  rank 1 passes another reduction: every PE's kernel stops and the error names it
+//   mismatch  rank 1 passes another reduction: the PE that sees it fails the job, every PE's kernel
+//             leaves, and every error names the mismatch or the PE that failed (the job ends failed)
 // --gpus K: print "[  SKIPPED ]" and exit 0 where fewer than K GPUs exist. --shared: every PE
 // drives GPU 0 (PEs time-share one GPU).
 #include <cuda_runtime.h>
 #include <stdlib.h>
 
+#include <chrono>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -150,6 +152,11 @@ int scenario_teams(Runtime& rt) {
   return failures;
 }
 
+// The PE whose kernel sees the other's arguments traps; when its host reads the record it fails
+// the job, so the other PE's kernel leaves within a second even if it never sees the mismatch
+// itself (two PEs time-sharing a GPU may miss each other's last push). Every PE then checks that
+// its error is the mismatch or the job's failure naming the other PE, and that the job's failure is
+// the mismatch. The job ends failed: the test expects that (tests/support/expect_failed_job.py).
 int scenario_mismatch(Runtime& rt) {
   Collectives coll(rt);
   float* x = nullptr;
@@ -159,22 +166,36 @@ int scenario_mismatch(Runtime& rt) {
   auto s = reinterpret_cast<cudaStream_t>(rt.stream());
   CollOptions o;
   o.algorithm = Algorithm::oneshot;
+  const int me = rt.rank(), other = 1 - rt.rank();
   coll.allreduce(x, x, 64, DataType::f32, RedOp::sum, rt.world(), s, o);
-  coll.allreduce(x, x, 64, DataType::f32, rt.rank() == 1 ? RedOp::max : RedOp::sum, rt.world(), s, o);
+  coll.allreduce(x, x, 64, DataType::f32, me == 1 ? RedOp::max : RedOp::sum, rt.world(), s, o);
+  const auto t0 = std::chrono::steady_clock::now();
   const cudaError_t e = cudaStreamSynchronize(s);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::string msg;
+  Errc code = Errc::internal;
   try {
     coll.check_device();
   } catch (const Error& err) {
     msg = err.what();
+    code = err.code();
   }
-  std::printf("rank %d: kernel ended with %s; error: %s\n", rt.rank(), cudaGetErrorName(e), msg.c_str());
+  std::printf("rank %d: kernel ended with %s after %.3f s; error: %s\n", me, cudaGetErrorName(e), secs, msg.c_str());
   int failures = 0;
-  for (const char* part : {"collective allreduce on team 0", "sequence 2", "reduction differs"}) {
-    if (msg.find(part) == std::string::npos)
-      ++failures, std::fprintf(stderr, "CHECK failed: '%s' missing from the error\n", part);
-  }
-  rt.bootstrap().barrier();  // the GPU is unusable now: synchronize through the bootstrap only
+  auto expect = [&](bool ok, const std::string& what) {
+    if (!ok) ++failures, std::fprintf(stderr, "CHECK failed: rank %d: %s\n", me, what.c_str());
+  };
+  for (const char* part : {"collective allreduce on team 0", "sequence 2"})
+    expect(msg.find(part) != std::string::npos, std::string("'") + part + "' missing from the error");
+  const bool saw_it = code == Errc::invalid_argument && msg.find("reduction differs") != std::string::npos;
+  const bool told = code == Errc::peer_failure &&
+                    msg.find("the job failed elsewhere: rank " + std::to_string(other)) != std::string::npos;
+  expect(saw_it || told,
+         "the error is neither the mismatch nor the job's failure naming rank " + std::to_string(other) + ": " + msg);
+  // Whoever failed first, the job failed, and its record is a PE's mismatch.
+  expect(rt.failed(), "the job has not failed");
+  expect(rt.failure().find("reduction differs") != std::string::npos,
+         "the job's failure is not the mismatch: " + rt.failure());
   return failures;
 }
 

@@ -5,6 +5,8 @@
 //   gpucomm_test_coll_pe teams                            collectives on two split teams and the world, interleaved
 //   gpucomm_test_coll_pe mismatch                         rank 1 passes another reduction: every PE gets the error
 //   gpucomm_test_coll_pe timeout                          rank 0 skips a collective: the others time out naming it
+//   gpucomm_test_coll_pe raise                            the last rank raises inside an alltoallv: the job fails,
+//                                                         the others leave at once naming it
 // --nodes K: PE r acts as node r / (N / K) (GPUCOMM_HOSTNAME), so the hierarchical form runs across
 // "nodes" through the proxy (UCX). Prints "PE OK" on success; exit status 1 on failures.
 #include <unistd.h>
@@ -119,6 +121,51 @@ int scenario_timeout(Runtime& rt) {
   return 0;
 }
 
+// Set by the raise scenario's last rank when the error it raised was the expected one (main then
+// reports success although the error left the runtime).
+bool g_raised_as_expected = false;
+
+// The last rank expects two elements from its successor in an alltoallv, which sends one: only the
+// last rank's check sees it and raises inside the collective, while the others go on to wait for
+// its data. The error leaves the Collectives and the runtime (nothing waits for anybody while it
+// unwinds; the runtime aborts the job), and the others' waits leave at once naming the last rank.
+// The job ends failed (tests/support/expect_failed_job.py checks that).
+int scenario_raise(Runtime& rt) {
+  Collectives coll(rt);
+  const int n = rt.size(), me = rt.rank(), victim = n - 1;
+  const auto un = static_cast<size_t>(n);
+  std::vector<uint64_t> send_counts(un, 1), displs(un), recv_counts(un, 1);
+  for (size_t i = 0; i < un; ++i) displs[i] = i;
+  std::vector<int32_t> in(un, me), out(un + 1);
+  auto call = [&] {
+    coll.alltoallv(in.data(), send_counts.data(), displs.data(), out.data(), recv_counts.data(), displs.data(),
+                   DataType::i32, rt.world());
+  };
+  call();  // a good one first
+  if (me == victim) recv_counts[static_cast<size_t>((me + 1) % n)] = 2;
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    call();
+    PE_CHECK(false, "rank %d: the second alltoallv did not fail", me);
+  } catch (const Error& e) {
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const std::string w = e.what();
+    std::printf("rank %d after %.3f s: %s\n", me, secs, e.what());
+    if (me == victim) {
+      g_raised_as_expected = e.code() == Errc::invalid_argument && w.find("recv_counts[") != std::string::npos;
+      PE_CHECK(g_raised_as_expected, "rank %d: the count mismatch was not reported as expected", me);
+      throw;
+    } else {
+      // The job's timeout is 60 s: leaving within 10 s means the failure, not a timeout, ended the wait.
+      PE_CHECK(e.code() == Errc::peer_failure &&
+                   w.find("rank " + std::to_string(victim) + " aborted") != std::string::npos &&
+                   w.find("collective alltoallv") != std::string::npos && secs < 10.0,
+               "rank %d: the wait did not leave promptly naming rank %d", me, victim);
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -155,14 +202,16 @@ int main(int argc, char** argv) {
       rc = scenario_mismatch(rt);
     } else if (scenario == "timeout") {
       rc = scenario_timeout(rt);
+    } else if (scenario == "raise") {
+      rc = scenario_raise(rt);
     } else {
       std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
       return 2;
     }
-    rt.barrier_all();
+    if (!rt.failed()) rt.barrier_all();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
+    if (!g_raised_as_expected) return 1;
   }
   if (rc || testing::g_pe_failures) {
     std::fprintf(stderr, "%d checks failed\n", rc + testing::g_pe_failures);

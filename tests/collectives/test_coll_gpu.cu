@@ -112,3 +112,83 @@ TEST(CollGpu, GridLaunchRefusesBlocksThatCannotBeResident) {
     EXPECT_NE(std::string(e.what()).find("cannot all be resident"), std::string::npos) << e.what();
   }
 }
+
+namespace {
+
+// Nodes a capture of `enqueue` on `s` holds (-1 when capturing failed).
+template <class F>
+long captured_nodes(cudaStream_t s, F&& enqueue) {
+  cudaGraph_t g = nullptr;
+  if (cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) != cudaSuccess) return -1;
+  enqueue();
+  size_t n = 0;
+  const bool ok = cudaStreamEndCapture(s, &g) == cudaSuccess && cudaGraphGetNodes(g, nullptr, &n) == cudaSuccess;
+  if (g) (void)cudaGraphDestroy(g);
+  return ok ? static_cast<long>(n) : -1;
+}
+
+}  // namespace
+
+// A one-member team runs no protocol (docs/COLLECTIVES.md, "One-member teams"): in place nothing
+// is enqueued, out of place one kernel; low-precision reductions still round through f32 (NaN
+// payloads become the canonical NaN, as the reference says), and unaligned copies are exact.
+TEST(CollGpu, OneMemberTeamsRunAtMostOneKernel) {
+  GPUCOMM_REQUIRE_GPUS(1);
+  Runtime rt;
+  ASSERT_EQ(rt.size(), 1);
+  Collectives coll(rt);
+  coll.prepare(rt.world());
+  cudaStream_t s = nullptr;
+  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  constexpr size_t kBytes = 4096;
+  char* a = nullptr;
+  char* b = nullptr;
+  CUDA_OK(cudaMalloc(&a, kBytes));
+  CUDA_OK(cudaMalloc(&b, kBytes));
+  const Team& w = rt.world();
+  EXPECT_EQ(captured_nodes(s, [&] { coll.allreduce(a, a, 2, DataType::f32, RedOp::sum, w, s); }), 0);
+  EXPECT_EQ(captured_nodes(s, [&] { coll.allgather(a, a, 2, DataType::f32, w, s); }), 0);
+  EXPECT_EQ(captured_nodes(s, [&] { coll.barrier(w, s); }), 0);
+  EXPECT_EQ(captured_nodes(s, [&] { coll.allreduce(a, b, 2, DataType::f32, RedOp::sum, w, s); }), 1);
+  EXPECT_EQ(captured_nodes(s, [&] { coll.allreduce(a, a, 2, DataType::f16, RedOp::max, w, s); }), 1);
+
+  // f16 in place: finite values, infinities, signed zeros and NaNs with payloads.
+  const std::vector<uint16_t> in = {0x0000, 0x8000, 0x3c00, 0xfbff, 0x0001, 0x7c00, 0xfc00, 0x7c01, 0x7e55, 0xfd00};
+  CUDA_OK(cudaMemcpy(a, in.data(), in.size() * 2, cudaMemcpyHostToDevice));
+  coll.allreduce(a, a, in.size(), DataType::f16, RedOp::sum, w, s);
+  CUDA_OK(cudaStreamSynchronize(s));
+  std::vector<uint16_t> got(in.size());
+  CUDA_OK(cudaMemcpy(got.data(), a, in.size() * 2, cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < in.size(); ++i) {
+    const uint16_t want = num::f32_to_f16_host(num::f16_to_f32_host(in[i]));
+    EXPECT_EQ(got[i], want) << "element " << i << " (0x" << std::hex << in[i] << ")";
+  }
+
+  // Unaligned byte copies (broadcast of FP8 elements at odd offsets), guard bytes untouched.
+  std::vector<uint8_t> src(kBytes), dst(kBytes, 0xA5);
+  for (size_t i = 0; i < kBytes; ++i) src[i] = static_cast<uint8_t>(i * 7 + 3);
+  CUDA_OK(cudaMemcpy(a, src.data(), kBytes, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(b, dst.data(), kBytes, cudaMemcpyHostToDevice));
+  coll.broadcast(a + 3, b + 5, 1001, DataType::f8e4m3, 0, w, s);
+  CUDA_OK(cudaStreamSynchronize(s));
+  CUDA_OK(cudaMemcpy(dst.data(), b, kBytes, cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < kBytes; ++i) {
+    const uint8_t want = i >= 5 && i < 5 + 1001 ? src[i - 2] : 0xA5;
+    if (dst[i] != want) {
+      ADD_FAILURE() << "byte " << i << " is " << int{dst[i]} << ", expected " << int{want};
+      break;
+    }
+  }
+
+  // alltoallv's counts of a one-member team are checked on the host.
+  const uint64_t two = 2, three = 3, zero = 0;
+  try {
+    coll.alltoallv(a, &two, &zero, b, &three, &zero, DataType::f32, w, s);
+    ADD_FAILURE() << "alltoallv accepted recv_counts[0] != send_counts[0]";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::invalid_argument) << e.what();
+  }
+  CUDA_OK(cudaFree(a));
+  CUDA_OK(cudaFree(b));
+  CUDA_OK(cudaStreamDestroy(s));
+}

@@ -6,8 +6,10 @@
 //   pstorm N     every thread puts N values with p() (8, 4 and 2 bytes) to a few words of its own,
 //                each word many times; after quiet every word holds its last value
 //   fault        a descriptor outside the heap: the agent fails the queue, the device wait that
-//                follows fails with a record naming the queue, the ticket and the fault
-//   no-agent     a queue nobody serves: the device wait for completion times out and says so
+//                follows fails with a record naming the queue, the ticket and the fault, and reading
+//                the record fails the job (the job ends failed, naming rank 0)
+//   no-agent     a queue nobody serves: the device wait for completion times out and says so (the
+//                job ends failed)
 //   routes NAME  every PE is reached by route NAME (copy-engine, sm-agent, ucx)
 // --gpus K: print "[  SKIPPED ]" and exit 0 where fewer than K GPUs exist.
 // --shared: every PE drives GPU 0.
@@ -256,8 +258,17 @@ void scenario_fault(Runtime& rt) {
     std::printf("rank 0: kernel ended with %s; error: %s\n", cudaGetErrorName(e), msg.c_str());
     expect_parts(msg, {"rank 0, block (0,0,0) thread (0,0,0)", "put to PE", "proxy queue", "failed at ticket",
                        "address outside the symmetric heap"});
+    // Reading its own record failed the job (nobody may wait for a GPU that trapped).
+    if (!rt.failed()) fail("rank 0's failure did not fail the job");
+    return;
   }
-  rt.bootstrap().barrier();  // rank 0's GPU is unusable now
+  try {
+    rt.bootstrap().barrier();  // the others learn of rank 0's failure where they wait
+    fail("the barrier completed without rank 0");
+  } catch (const Error& err) {
+    if (err.code() != Errc::peer_failure || std::string(err.what()).find("rank 0 aborted") == std::string::npos)
+      fail(std::string("the error does not name rank 0: ") + err.what());
+  }
 }
 
 __global__ void k_blocking_put(DeviceHandle h, uint64_t* buf) {
@@ -289,6 +300,7 @@ void scenario_no_agent(Runtime& rt) {
   std::printf("rank %d: kernel ended with %s; error: %s\n", rt.rank(), cudaGetErrorName(e), msg.c_str());
   expect_parts(msg, {"put to PE", "proxy queue 77", "the agent completed 0 entries, waiting for 1", "timed out after",
                      "is the proxy running?"});
+  if (!rt.failed()) fail("the device failure did not fail the job");
   cudaFree(table);
 }
 

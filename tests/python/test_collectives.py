@@ -171,3 +171,29 @@ def test_coll_anchors_report_what_they_cannot_measure(build, tmp_path):
     assert "allreduce, 1024 B" in line and "MISSED" in line and "1.50" in line, line
     assert "allgather: no size measured by both" in compare_graph_replay(ours, nccl)
     assert "allreduce: no size" in compare_graph_replay(ours, {"results": []})
+
+
+def test_device_anchors_say_what_is_not_available(tmp_path):
+    """The in-kernel anchors (NVSHMEM, NCCL's device API): more PEs than GPUs, a library the build
+    script could not find, a program not built: each is reported as not available with its reason;
+    the comparison puts gpucomm's in-kernel rows beside the anchors'."""
+    from gpucomm.bench import coll_device_anchors as dev
+    r = dev.run(2, 1, [8], 2, 2, 64, str(tmp_path), None)
+    assert all("2 PEs on 1 GPU(s)" in r[p]["not_available"] for p in dev.PROGRAMS), r
+    (tmp_path / "nvshmem_coll.unavailable").write_text("not available: NVSHMEM not found (test)\n")
+    out = tmp_path / "device.json"
+    r = dev.run(1, 1, [8], 2, 2, 64, str(tmp_path), str(out))
+    assert r["nvshmem_coll"] == {"not_available": "NVSHMEM not found (test)"}, r
+    assert "is not built" in r["nccl_device_coll"]["not_available"], r
+    assert __import__("json").loads(out.read_text())["pes"] == 1
+    ours = {"results": [{"op": "barrier", "mode": "kernel", "size": 0, "time_us": 1.5},
+                        {"op": "allreduce", "mode": "kernel", "size": 8, "time_us": 2.5},
+                        {"op": "allreduce", "mode": "graph", "size": 8, "time_us": 9.0}]}
+    anchors = {"pes": 2, "nvshmem_coll": {"results": [
+        {"anchor": "nvshmemx_barrier_all_block", "bytes": 0, "time_us": 3.0},
+        {"anchor": "nvshmemx_float_sum_reduce_block", "bytes": 8, "time_us": 4.0}]},
+        "nccl_device_coll": {"not_available": "NCCL not found"}}
+    lines = dev.compare(ours, anchors).splitlines()
+    assert lines[2].split() == ["barrier", "0", "1.500", "3.000", "-"], lines
+    assert lines[3].split() == ["allreduce", "8", "2.500", "4.000", "-"], lines
+    assert lines[-1] == "# NCCL device API: not available: NCCL not found", lines

@@ -29,7 +29,8 @@ def test_stopped_pe_ends_the_job_after_one_timeout(cases, np):
 
 
 @pytest.mark.parametrize("scenario,np", [("exception", 2), ("exception", 4), ("exception", 8), ("abort", 3),
-                                         ("bad-env-heap", 4), ("bad-env-timeout", 3), ("caught-timeout", 3)])
+                                         ("bad-env-heap", 4), ("bad-env-timeout", 3), ("caught-timeout", 3),
+                                         ("coll-raise", 3), ("coll-raise", 4)])
 def test_self_inflicted_failure_ends_the_job_naming_it(cases, scenario, np):
     _check(cases.self_inflicted(scenario, np, np - 1), NO_TIMEOUT_BOUND_S)
 

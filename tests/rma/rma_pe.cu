@@ -2,7 +2,8 @@
 //   gpucomm_test_rma_pe SCENARIO [--gpus K] [--shared]
 //   api       every device operation at every level, host API, registration, graph capture
 //   stress M  ordering stress with at least M put-with-signal messages sent by each PE
-//   timeout   rank 0 waits for a signal nobody sends; the error must name the wait
+//   timeout   rank 0 waits for a signal nobody sends; the error must name the wait, and the job fails
+//             naming rank 0 (the others' waits say so)
 // --gpus K: print "[  SKIPPED ]" and exit 0 where fewer than K GPUs exist.
 // --shared: every PE drives GPU 0 (PEs time-share one GPU).
 #include <cuda_runtime.h>
@@ -135,8 +136,21 @@ int scenario_timeout(Runtime& rt) {
       if (msg.find(part) == std::string::npos)
         ++failures, std::fprintf(stderr, "CHECK failed: '%s' missing from the error\n", part);
     }
+    // Reading its own record failed the job (the others must not wait for a trapped GPU).
+    if (!rt.failed()) ++failures, std::fprintf(stderr, "CHECK failed: rank 0's failure did not fail the job\n");
+    return failures;
   }
-  rt.bootstrap().barrier();  // rank 0's GPU is unusable now: synchronize through the bootstrap only
+  // The others learn of rank 0's failure where they wait (here: a bootstrap barrier).
+  try {
+    rt.bootstrap().barrier();
+    ++failures, std::fprintf(stderr, "CHECK failed: rank %d: the barrier completed without rank 0\n", rt.rank());
+  } catch (const Error& err) {
+    const std::string m = err.what();
+    std::printf("rank %d: %s\n", rt.rank(), m.c_str());
+    if (err.code() != Errc::peer_failure || m.find("rank 0 aborted") == std::string::npos ||
+        m.find("timed out") == std::string::npos)
+      ++failures, std::fprintf(stderr, "CHECK failed: rank %d: the error does not name rank 0's timeout\n", rt.rank());
+  }
   return failures;
 }
 

@@ -96,6 +96,9 @@ TEST_F(GpuPe, DeviceTimeoutNamesTheWait) {
     EXPECT_NE(m.find("expected value >= 1, last seen 0"), std::string::npos) << m;
     EXPECT_NE(m.find("GPUCOMM_TIMEOUT"), std::string::npos) << m;
   }
+  // The record is this PE's own failure: reading it failed the job (the others' waits would leave).
+  EXPECT_TRUE(rt.failed());
+  EXPECT_NE(rt.failure().find("rank 0 aborted: a kernel failed"), std::string::npos) << rt.failure();
   unsetenv("GPUCOMM_TIMEOUT");
 }
 
@@ -116,6 +119,7 @@ TEST_F(GpuPe, BadPeIsDiagnosed) {
     EXPECT_EQ(err.code(), Errc::invalid_argument) << err.what();
     EXPECT_NE(std::string(err.what()).find("p: PE 5 is outside 0..0"), std::string::npos) << err.what();
   }
+  EXPECT_TRUE(rt.failed());
 }
 
 __global__ void put_outside_heap(DeviceHandle h) {

@@ -31,7 +31,9 @@ class Collectives {
   // Collective over the world: allocates the pool of team workspaces in the symmetric heap
   // (GPUCOMM_COLL_POOL) and reads the GPUCOMM_COLL_* settings.
   explicit Collectives(Runtime& rt);
-  // Collective over the world (frees the pool); GPU PEs wait for their collectives first.
+  // Collective over the world (frees the pool); GPU PEs wait for their collectives first. Once the
+  // job failed, while an exception unwinds, or on a GPU whose kernel failed, it frees nothing and
+  // waits for nobody (the runtime's finalize or abort releases the heap).
   ~Collectives();
   Collectives(const Collectives&) = delete;
   Collectives& operator=(const Collectives&) = delete;

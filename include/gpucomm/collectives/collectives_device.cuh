@@ -113,7 +113,7 @@ class DeviceBackend {
       publish_diag(d);
     }
     gpucomm::detail::fail(h_, DeviceFault::bad_argument, DeviceOp::wait_until, team_world_rank(ch_.team, q), nullptr,
-                          Cmp::eq, mine, theirs, 0);
+                          Cmp::ne, mine, theirs, 0);
   }
   __device__ void fail_counts(int q, uint64_t sent, uint64_t expected) {
     CollDiag* d = claim();
@@ -122,7 +122,7 @@ class DeviceBackend {
       publish_diag(d);
     }
     gpucomm::detail::fail(h_, DeviceFault::bad_argument, DeviceOp::wait_until, team_world_rank(ch_.team, q), nullptr,
-                          Cmp::eq, expected, sent, 0);
+                          Cmp::ne, expected, sent, 0);
   }
   __device__ void fail_argument(int q, uint64_t value, uint64_t limit) {
     CollDiag* d = claim();

@@ -211,8 +211,12 @@ class Runtime {
   }
   TeamHandle device_team_checked(const Team& team, uint32_t header_version, size_t header_bytes) const;
   // Raises the failure a kernel of this PE recorded (a device wait that timed out: Errc::timeout;
-  // a checked-mode argument fault: Errc::invalid_argument), naming rank, operation, address,
-  // expected and seen values, block and thread. Does nothing when no failure was recorded.
+  // a checked-mode argument fault: Errc::invalid_argument; a wait that left because the job failed:
+  // Errc::peer_failure), naming rank, operation, address, expected and seen values, block and
+  // thread. Does nothing when no failure was recorded. A failure of this PE's own (not a wait that
+  // left because the job failed) first fails the whole job (Bootstrap::abort with the record's
+  // text): the kernel trapped, the GPU is unusable, and the peers' device and host waits leave
+  // within milliseconds naming this PE. Finalize does the same when nobody called it.
   void check_device() const;
   // The stream the host-side operations of GPU PEs run on.
   Stream stream() const;
@@ -238,8 +242,12 @@ class Runtime {
   void init(const RuntimeOptions& opts);
   void agree_on_heap(size_t heap_bytes);
   void finalize();
-  void release();                         // frees everything without waiting (finalize's end, abort)
-  void check_open(const char* op) const;  // raises once closed, aborted or the job failed
+  void release();                             // frees everything without waiting (finalize's end, abort)
+  void check_open(const char* op) const;      // raises once closed, aborted or the job failed
+  bool device_record(DeviceDiag* out) const;  // GPU PEs: copies the device failure record, if any
+  // The text of this PE's own device failure ("" when none, or when its kernel left because the
+  // job failed elsewhere).
+  std::string own_device_failure() const;
   void check_sym(const void* sym, size_t bytes, int pe, const char* op) const;  // PE and heap range
   char* remote(const void* sym, size_t bytes, int pe, const char* op) const;    // ... and the mapping
   template <class T>

@@ -181,7 +181,8 @@ def stop(np: int, victim: int, timeout_s: float = 2.0) -> dict:
 
 def self_inflicted(scenario: str, np: int, victim: int) -> dict:
     """A fault the victim injects itself: exception, abort, bad-env-heap, bad-env-timeout,
-    caught-timeout (its own wait times out, it catches the error and closes its runtime)."""
+    caught-timeout (its own wait times out, it catches the error and closes its runtime),
+    coll-raise (its check inside an alltoallv raises while the others wait for its data)."""
     job = Job(np, [scenario, str(victim)], env={"GPUCOMM_TIMEOUT": "30"})
     ended = job.wait(_bound(30))
     survivors = [r for r in range(np) if r != victim]

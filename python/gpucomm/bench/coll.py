@@ -6,7 +6,9 @@ table (size, count, type, redop, root, then out-of-place and in-place time, algb
 wrong) and writes JSON with ``--json FILE``. Options after ``--`` go to the program unchanged
 (see ``gpucomm-bench-coll --help``). With ``--anchors`` (GPU PEs) the same allreduce sizes run
 afterwards through NCCL and torch symmetric memory in the same job (gpucomm.bench.coll_anchors),
-written beside the JSON as ``FILE-anchors.json`` and compared with gpucomm's graph replay.
+written beside the JSON as ``FILE-anchors.json`` and compared with gpucomm's graph replay; and
+gpucomm's in-kernel barrier and allreduce run beside NVSHMEM's device collectives and NCCL's device
+API on the same N PEs (gpucomm.bench.coll_device_anchors), written as ``FILE-device-anchors.json``.
 """
 from __future__ import annotations
 
@@ -14,9 +16,11 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from gpucomm._tools import find_tool
+from gpucomm.bench import coll_device_anchors
 from gpucomm.launch import LaunchOptions, launch
 from gpucomm.launch.gpus import visible_gpu_count
 
@@ -39,7 +43,11 @@ def register(targets) -> None:
     p.add_argument("--quick", action="store_true", help="fewer sizes, iterations and samples")
     p.add_argument("--json", metavar="FILE", help="write the results as JSON")
     p.add_argument("--anchors", action="store_true",
-                   help="GPU PEs: also run the NCCL and torch symmetric memory anchors (needs torch)")
+                   help="GPU PEs: also run the NCCL and torch symmetric memory anchors (needs torch) and the "
+                        "in-kernel anchors (NVSHMEM, NCCL's device API)")
+    p.add_argument("--anchors-dir", metavar="DIR",
+                   help="the in-kernel anchor programs (bench/coll_anchors/build.sh DIR; default: built from the "
+                        "source tree into a cache folder)")
     p.add_argument("extra", nargs="*", help="further options for gpucomm-bench-coll (after --)")
     p.set_defaults(func=run)
 
@@ -53,9 +61,20 @@ def command(args) -> list[str]:
             cmd += ["--" + flag.replace("_", "-"), str(value)]
     if args.quick:
         cmd.append("--quick")
+    if getattr(args, "in_kernel", None):
+        cmd += ["--in-kernel", ",".join(str(b) for b in args.in_kernel), "--kernel-iters", str(kernel_iters(args))]
     if args.json:
         cmd += ["--json", os.path.abspath(args.json)]
     return cmd + list(args.extra)
+
+
+def kernel_sizes(args) -> list[int]:
+    """Sizes of the in-kernel allreduce (gpucomm's and the anchors')."""
+    return [8, 1024] if args.quick else [8, 64, 1024, 16384]
+
+
+def kernel_iters(args) -> int:
+    return 200 if args.quick else 1000
 
 
 def run(args) -> int:
@@ -72,13 +91,33 @@ def run(args) -> int:
         note = " (PEs share GPUs: functional, host enqueue times meaningful, bandwidths not)" if n > gpus else ""
         print(f"gpucomm bench coll: {n} GPU PEs on {gpus} GPU(s){note}", flush=True)
     sys.stdout.flush()
-    rc = launch(LaunchOptions(nprocs=n, command=command(args), extra_env=env, gpus="auto" if gpus else "none"))
-    if args.anchors:
-        if gpus == 0:
-            print("gpucomm bench coll: --anchors needs GPU PEs (skipped)", flush=True)
-        else:
-            rc = run_anchors(args) or rc
+    with tempfile.TemporaryDirectory(prefix="gpucomm-bench-coll-") as tmp:
+        if args.anchors and gpus:
+            if n <= gpus:  # PEs sharing a GPU would time the time slices, not the collectives
+                args.in_kernel = kernel_sizes(args)
+            if not args.json:  # the comparisons read gpucomm's results
+                args.json = os.path.join(tmp, "coll.json")
+        rc = launch(LaunchOptions(nprocs=n, command=command(args), extra_env=env, gpus="auto" if gpus else "none"))
+        if args.anchors:
+            if gpus == 0:
+                print("gpucomm bench coll: --anchors needs GPU PEs (skipped)", flush=True)
+            else:
+                rc = run_anchors(args) or rc
+                rc = run_device_anchors(args, n, gpus) or rc
     return rc
+
+
+def run_device_anchors(args, n: int, gpus: int) -> int:
+    """NVSHMEM's device collectives and NCCL's device API on the same N PEs, beside gpucomm's in-kernel
+    barrier and allreduce (gpucomm.bench.coll_device_anchors)."""
+    root, ext = os.path.splitext(os.path.abspath(args.json))
+    out = f"{root}-device-anchors{ext or '.json'}"
+    report = coll_device_anchors.run(n, gpus, kernel_sizes(args), kernel_iters(args), 10 if args.quick else 20, 256,
+                                     args.anchors_dir, out)
+    if os.path.exists(args.json):
+        print(coll_device_anchors.compare(json.loads(Path(args.json).read_text()), report), flush=True)
+    print(f"gpucomm bench coll: wrote {out}", flush=True)
+    return 0
 
 
 def anchors_path(json_path: str | None) -> str | None:

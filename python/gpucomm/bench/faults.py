@@ -42,7 +42,7 @@ def plan(args) -> list[tuple[str, callable]]:
             jobs.append((f"kill np={np}", lambda np=np, v=v: cases.kill(np, v)))
             jobs.append((f"kill rank 0 np={np}", lambda np=np: cases.kill(np, 0)))
             jobs.append((f"stop np={np}", lambda np=np, v=v: cases.stop(np, v, args.timeout)))
-            for s in ("exception", "abort", "bad-env-heap", "bad-env-timeout", "caught-timeout"):
+            for s in ("exception", "abort", "bad-env-heap", "bad-env-timeout", "caught-timeout", "coll-raise"):
                 jobs.append((f"{s} np={np}", lambda np=np, v=v, s=s: cases.self_inflicted(s, np, v)))
             jobs.append((f"launcher-killed np={np}", lambda np=np: cases.launcher_killed(np)))
     jobs += [("bad-input np=2", lambda: cases.checks("bad-input", 2)),
