@@ -201,9 +201,10 @@ __global__ void k_msg_steps(msg::CommHandle comm, uint64_t* lines, int iters, ui
 // The protocol's pieces timed one by one in one thread (the leader of a thread-level group), ns
 // summed into ns[0..kPieces): what the calls above are made of.
 inline constexpr int kPieces = 13;
-inline const char* const kPieceNames[kPieces] = {
-    "request_take", "submit",    "request_give",  "peer_ring",      "ticket_fadd",    "slots_free",       "write_message_ll",
-    "lock_unlock",  "idle_poll", "round_1msg",    "take_submission", "advance_active", "drain_peer_1msg"};
+inline const char* const kPieceNames[kPieces] = {"request_take",   "submit",     "request_give",     "peer_ring",
+                                                 "ticket_fadd",    "slots_free", "write_message_ll", "lock_unlock",
+                                                 "idle_poll",      "round_1msg", "take_submission",  "advance_active",
+                                                 "drain_peer_1msg"};
 __global__ void k_msg_pieces(msg::CommHandle comm, uint64_t* lines, int iters, unsigned long long* ns) {
   if (threadIdx.x != 0 || blockIdx.x != 0) return;
   const coop::Thread c;

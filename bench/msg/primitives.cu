@@ -56,16 +56,35 @@ enum Op : int {
   kSt8RelaxedSys,
   kOps
 };
-const char* const kNames[kOps] = {"atom_add_relaxed_gpu",    "atom_add_relaxed_sys",    "cas_acquire_gpu",
-                                  "ld_relaxed_gpu",          "ld_acquire_gpu",          "ld_acquire_sys",
-                                  "ld_plain_l1",             "st_then_fence_acq_rel_gpu", "st_then_fence_acq_rel_sys",
-                                  "st_then_fence_sc_sys",    "st_release_gpu",          "st_release_sys",
-                                  "red_add_relaxed_gpu",     "globaltimer_read",        "nanosleep_64",
-                                  "nanosleep_1000",          "ld_acquire_gpu_then_local", "ld_relaxed_gpu_then_local",
-                                  "fence_acq_rel_gpu_then_local", "plain_ld_chain",         "st_release_gpu_then_plain_ld",
-                                  "red_then_plain_ld",       "ld_relaxed_gpu_then_plain_ld", "fence_then_plain_ld",
-                                  "ld_relaxed_gpu_x8_independent", "ld_relaxed_sys_x8_independent", "ld_volatile_x8_independent",
-                                  "ld_relaxed_gpu_v2_x4",    "st_relaxed_sys_x8"};
+const char* const kNames[kOps] = {"atom_add_relaxed_gpu",
+                                  "atom_add_relaxed_sys",
+                                  "cas_acquire_gpu",
+                                  "ld_relaxed_gpu",
+                                  "ld_acquire_gpu",
+                                  "ld_acquire_sys",
+                                  "ld_plain_l1",
+                                  "st_then_fence_acq_rel_gpu",
+                                  "st_then_fence_acq_rel_sys",
+                                  "st_then_fence_sc_sys",
+                                  "st_release_gpu",
+                                  "st_release_sys",
+                                  "red_add_relaxed_gpu",
+                                  "globaltimer_read",
+                                  "nanosleep_64",
+                                  "nanosleep_1000",
+                                  "ld_acquire_gpu_then_local",
+                                  "ld_relaxed_gpu_then_local",
+                                  "fence_acq_rel_gpu_then_local",
+                                  "plain_ld_chain",
+                                  "st_release_gpu_then_plain_ld",
+                                  "red_then_plain_ld",
+                                  "ld_relaxed_gpu_then_plain_ld",
+                                  "fence_then_plain_ld",
+                                  "ld_relaxed_gpu_x8_independent",
+                                  "ld_relaxed_sys_x8_independent",
+                                  "ld_volatile_x8_independent",
+                                  "ld_relaxed_gpu_v2_x4",
+                                  "st_relaxed_sys_x8"};
 
 // The word index a value leads to: always 0, but the compiler cannot know it, so every operation
 // waits for the previous one's result.
@@ -261,8 +280,9 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) {
       json = argv[++i];
     } else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
-      std::printf("usage: gpucomm-bench-primitives [--json FILE]\n"
-                  "ns per operation of the protocol's building blocks on GPU 0 (one thread, dependent chains)\n");
+      std::printf(
+          "usage: gpucomm-bench-primitives [--json FILE]\n"
+          "ns per operation of the protocol's building blocks on GPU 0 (one thread, dependent chains)\n");
       return 0;
     } else {
       std::fprintf(stderr, "gpucomm-bench-primitives: unknown argument '%s' (see --help)\n", argv[i]);

@@ -152,7 +152,24 @@ nb::dict counters_dict(const msg::Counters& k) {
   d["matches"] = k.matches;
   d["match_ns"] = k.match_ns;
   d["assert_violations"] = k.assert_violations;
+  d["active"] = k.active;
   return d;
+}
+
+// An active message as Python handlers see it: the fields, and the payload copied into bytes
+// (the parked entry is freed when the handler returns).
+struct PyAmMessage {
+  msg::AmMessage m;
+  nb::bytes payload;
+};
+
+msg::Comm::AmHandler am_handler(nb::handle fn) {
+  if (fn.is_none()) return {};
+  nb::object f = nb::borrow(fn);
+  return [f](const msg::AmMessage& a) {
+    nb::gil_scoped_acquire gil;
+    f(PyAmMessage{a, nb::bytes(static_cast<const char*>(a.payload), static_cast<size_t>(a.bytes))});
+  };
 }
 
 std::string status_repr(const msg::Status& s) {
@@ -191,6 +208,17 @@ void bind_values(nb::module_& m) {
 }
 
 void bind_comm(nb::module_& m) {
+  nb::class_<PyAmMessage>(m, "AmMessage", "An active message as a handler gets it (its payload copied into bytes).")
+      .def_prop_ro(
+          "source", [](const PyAmMessage& a) { return a.m.source; }, "The sender's rank.")
+      .def_prop_ro(
+          "id", [](const PyAmMessage& a) { return a.m.id; }, "The handler id.")
+      .def_prop_ro(
+          "ctx", [](const PyAmMessage& a) { return a.m.ctx; }, "The communicator's context id.")
+      .def_prop_ro(
+          "wants_reply", [](const PyAmMessage& a) { return (a.m.flags & msg::kAmWantsReply) != 0; },
+          "Sent with am_request: the handler must answer once with Comm.am_reply.")
+      .def_prop_ro("payload", [](const PyAmMessage& a) { return a.payload; }, "The payload (bytes).");
   nb::class_<PyComm>(m, "Comm", "A communicator: a team, a context id and a matching mode (Messenger.world/create).")
       .def_prop_ro("rank", [](const PyComm& c) { return c.c().rank(); })
       .def_prop_ro("size", [](const PyComm& c) { return c.c().size(); })
@@ -301,6 +329,36 @@ void bind_comm(nb::module_& m) {
           },
           "buf"_a, "source"_a, "tag"_a, "stream"_a = nb::none(), "Stream-ordered receive (GPU PEs).")
       .def(
+          "am_send",
+          [](PyComm& c, int dest, uint32_t id, nb::handle payload, nb::handle poll) {
+            const ArrayRef a = array_ref(payload, "Comm.am_send", "payload");
+            msg::Comm& comm = c.c();
+            const msg::Comm::AmHandler h = am_handler(poll);
+            gpucomm::python::Unlocked unlocked;
+            comm.am_send(dest, id, a.data, a.nbytes, h);
+          },
+          "dest"_a, "id"_a, "payload"_a, "poll"_a = nb::none(),
+          "Sends an active message to handler `id` of rank `dest` (host-memory PEs); `poll` handles what "
+          "arrives here while it waits for a credit.")
+      .def(
+          "am_request",
+          [](PyComm& c, int dest, uint32_t id, nb::handle payload, nb::handle poll) {
+            const ArrayRef a = array_ref(payload, "Comm.am_request", "payload");
+            msg::Comm& comm = c.c();
+            const msg::Comm::AmHandler h = am_handler(poll);
+            gpucomm::python::Unlocked unlocked;
+            comm.am_request(dest, id, a.data, a.nbytes, h);
+          },
+          "dest"_a, "id"_a, "payload"_a, "poll"_a = nb::none(),
+          "Like am_send; the receiver's handler must answer once with am_reply.")
+      .def(
+          "am_reply",
+          [](PyComm& c, const PyAmMessage& msg, uint32_t id, nb::handle payload) {
+            const ArrayRef a = array_ref(payload, "Comm.am_reply", "payload");
+            c.c().am_reply(msg.m, id, a.data, a.nbytes);
+          },
+          "msg"_a, "id"_a, "payload"_a, "From a handler: the answer to `msg` (sent with am_request).")
+      .def(
           "counters", [](const PyComm& c) { return counters_dict(c.c().counters()); },
           "This communicator's counters (a dict).");
 }
@@ -400,6 +458,21 @@ void bind_messenger(nb::module_& m) {
           "Cancels a receive that has not matched (wait then reports error 'cancelled').")
       .def(
           "progress", [](PyMessenger& self) { self.get("progress").progress(); }, "One progress round.")
+      .def(
+          "register_am",
+          [](PyMessenger& self, const std::vector<uint32_t>& ids) { self.get("register_am").register_am(ids); },
+          "ids"_a, "Declares the active-message handler ids this program handles (collective; the same on every PE).")
+      .def(
+          "am_poll",
+          [](PyMessenger& self, nb::handle handler, int max) {
+            msg::Messenger& m = self.get("am_poll");
+            const msg::Comm::AmHandler h = am_handler(handler);
+            gpucomm::python::Unlocked unlocked;
+            return m.am_poll(h, max);
+          },
+          "handler"_a, "max"_a = 8,
+          "One progress round, then handler(msg) for each active message that arrived (host-memory PEs); returns how "
+          "many.")
       .def(
           "group_start", [](PyMessenger& self) { self.get("group_start").group_start(); },
           "Starts collecting stream-ordered calls.")

@@ -3,7 +3,6 @@
 #include "gpucomm/collectives/collectives.hpp"
 
 #include <cuda_runtime_api.h>
-#include <nvtx3/nvToolsExt.h>
 
 #include <algorithm>
 #include <array>
@@ -16,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/nvtx_range.hpp"
 #include "diag_text.hpp"
 #include "gpu_launch.hpp"
 #include "gpucomm/base/ordering_host.hpp"
@@ -37,12 +37,9 @@ constexpr const char* kRangeNames[] = {"gpucomm::barrier",   "gpucomm::broadcast
                                        "gpucomm::allreduce", "gpucomm::allgather", "gpucomm::reduce_scatter",
                                        "gpucomm::alltoall",  "gpucomm::alltoallv"};
 
-// NVTX range around a host call (costs a few nanoseconds without a tool attached).
-struct NvtxRange {
-  explicit NvtxRange(CollOp op) { nvtxRangePushA(kRangeNames[static_cast<int>(op)]); }
-  ~NvtxRange() { nvtxRangePop(); }
-  NvtxRange(const NvtxRange&) = delete;
-  NvtxRange& operator=(const NvtxRange&) = delete;
+// NVTX range around a host call, named after the collective.
+struct NvtxRange : gpucomm::detail::NvtxRange {
+  explicit NvtxRange(CollOp op) : gpucomm::detail::NvtxRange(kRangeNames[static_cast<int>(op)]) {}
 };
 
 bool overlap(const void* a, size_t na, const void* b, size_t nb) {

@@ -145,6 +145,11 @@ constexpr Variable kVariables[] = {
      "Messaging: messages per PE that may wait for their receive (a multiple of 64)."},
     {"GPUCOMM_MSG_QUEUE", "1024",
      "Messaging: entries of each communicator's unexpected-message and posted-receive queues (at most 2048)."},
+    {"GPUCOMM_MSG_AM_PER_SENDER", "4",
+     "Messaging: active messages of one sender a receiver parks for their handlers (1 to 32): the sender's request "
+     "credits there, and as many answers reserved."},
+    {"GPUCOMM_MSG_AM_MAX", "256",
+     "Messaging: largest active-message payload in bytes (at most what the inbox ring holds)."},
 };
 
 std::once_flag g_warn_once;

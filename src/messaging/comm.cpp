@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "core/nvtx_range.hpp"
 #include "gpucomm/core/error.hpp"
 #include "gpucomm/messaging/messenger.hpp"
 #include "gpucomm/messaging/protocol_am.hpp"
@@ -155,6 +156,7 @@ void need_device_buffer(const Messenger::Impl& m, const void* buf, size_t bytes,
 }  // namespace
 
 Request Comm::isend(const void* buf, size_t bytes, int dest, int tag, const Event* event) {
+  gpucomm::detail::NvtxRange nvtx_range("gpucomm::msg::isend");
   State& s = st();
   const char* op = "msg::isend";
   check_send_args(op, s.team.size(), dest, tag, buf, bytes);
@@ -188,8 +190,7 @@ void am_send_host(Comm::State& s, int dest, uint32_t id, const void* payload, si
     raise(Errc::unsupported, op,
           "active messages of GPU PEs are sent and handled by kernels (gpucomm/messaging/am_device.cuh)");
   check_send_args(op, s.team.size(), dest, 0, payload, bytes);
-  if (id >= kMaxAmHandlers)
-    raise_arg(op, "id", std::to_string(id) + " is not below " + std::to_string(kMaxAmHandlers));
+  if (id >= kMaxAmHandlers) raise_arg(op, "id", std::to_string(id) + " is not below " + std::to_string(kMaxAmHandlers));
   if (((std::atomic_ref<uint64_t>(m.view.ctl->am_valid).load(std::memory_order_acquire) >> id) & 1u) == 0)
     raise_arg(op, "id", std::to_string(id) + " was not registered (Messenger::register_am)");
   if (bytes > m.cfg.am_max)
@@ -198,9 +199,10 @@ void am_send_host(Comm::State& s, int dest, uint32_t id, const void* payload, si
   const int pe = s.team.world_rank(dest);
   if ((flags & kAmReply) == 0) {
     const uint64_t start = detail::HostBackend::now_ns();
-    for (uint32_t i = 1; !m.on_host(op, [&](detail::HostBackend& b) {
-           return proto::am_take_credit(b, m.view, pe, (flags & kAmWantsReply) != 0);
-         });
+    for (uint32_t i = 1; !m.on_host(op,
+                                    [&](detail::HostBackend& b) {
+                                      return proto::am_take_credit(b, m.view, pe, (flags & kAmWantsReply) != 0);
+                                    });
          ++i) {
       if (poll) {
         (void)s.m->am_poll(poll);
@@ -216,7 +218,7 @@ void am_send_host(Comm::State& s, int dest, uint32_t id, const void* payload, si
                   "sends)");
     }
   }
-  const proto::SendArgs a{payload, bytes,         pe,          dest, static_cast<int32_t>(id | flags),
+  const proto::SendArgs a{payload, bytes,         pe,          dest,   static_cast<int32_t>(id | flags),
                           s.ctx,   s.team.rank(), kWireActive, nullptr};
   m.on_host(op, [&](detail::HostBackend& b) {
     const proto::Started r = proto::send_start(b, coop::Thread{}, m.view, m.view.comms[s.ctx], a);
@@ -229,14 +231,17 @@ void am_send_host(Comm::State& s, int dest, uint32_t id, const void* payload, si
 }  // namespace
 
 void Comm::am_send(int dest, uint32_t id, const void* payload, size_t bytes, const AmHandler& poll) {
+  gpucomm::detail::NvtxRange nvtx_range("gpucomm::msg::am_send");
   am_send_host(st(), dest, id, payload, bytes, 0, poll, "msg::am_send");
 }
 
 void Comm::am_request(int dest, uint32_t id, const void* payload, size_t bytes, const AmHandler& poll) {
+  gpucomm::detail::NvtxRange nvtx_range("gpucomm::msg::am_request");
   am_send_host(st(), dest, id, payload, bytes, kAmWantsReply, poll, "msg::am_request");
 }
 
 void Comm::am_reply(const AmMessage& msg, uint32_t id, const void* payload, size_t bytes) {
+  gpucomm::detail::NvtxRange nvtx_range("gpucomm::msg::am_reply");
   State& s = st();
   Messenger::Impl& m = s.m->impl();
   const char* op = "msg::am_reply";
@@ -251,6 +256,7 @@ void Comm::am_reply(const AmMessage& msg, uint32_t id, const void* payload, size
 }
 
 void Comm::send(const void* buf, size_t bytes, int dest, int tag) {
+  gpucomm::detail::NvtxRange nvtx_range("gpucomm::msg::send");
   State& s = st();
   Messenger::Impl& m = s.m->impl();
   if (m.gpu) {
@@ -266,6 +272,7 @@ void Comm::send(const void* buf, size_t bytes, int dest, int tag) {
 }
 
 Request Comm::irecv(void* buf, size_t bytes, int source, int tag, const Event* event) {
+  gpucomm::detail::NvtxRange nvtx_range("gpucomm::msg::irecv");
   State& s = st();
   const char* op = "msg::irecv";
   check_recv_args(op, s.team.size(), s.mode, source, tag, buf, bytes);
@@ -285,6 +292,7 @@ Request Comm::irecv(void* buf, size_t bytes, int source, int tag, const Event* e
 }
 
 Status Comm::recv(void* buf, size_t bytes, int source, int tag) {
+  gpucomm::detail::NvtxRange nvtx_range("gpucomm::msg::recv");
   State& s = st();
   Messenger::Impl& m = s.m->impl();
   if (m.gpu) {
@@ -303,6 +311,7 @@ Status Comm::recv(void* buf, size_t bytes, int source, int tag) {
 }
 
 void Comm::send_on_stream(const void* buf, size_t bytes, int dest, int tag, Stream stream) {
+  gpucomm::detail::NvtxRange nvtx_range("gpucomm::msg::send_on_stream");
   State& s = st();
   const char* op = "msg::send_on_stream";
   check_send_args(op, s.team.size(), dest, tag, buf, bytes);
@@ -322,6 +331,7 @@ void Comm::send_on_stream(const void* buf, size_t bytes, int dest, int tag, Stre
 }
 
 void Comm::recv_on_stream(void* buf, size_t bytes, int source, int tag, Stream stream, Status* status) {
+  gpucomm::detail::NvtxRange nvtx_range("gpucomm::msg::recv_on_stream");
   State& s = st();
   const char* op = "msg::recv_on_stream";
   check_recv_args(op, s.team.size(), s.mode, source, tag, buf, bytes);

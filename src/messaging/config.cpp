@@ -53,8 +53,7 @@ Config make_config(const MessengerOptions& o, int npes, int rank) {
       pick(o.eager_max, o.eager_max != 0, "GPUCOMM_MSG_EAGER_MAX", 2048, kInlineBytes, ring_payload, "eager_max"));
   c.am_per_sender = static_cast<uint32_t>(
       pick(o.am_per_sender, o.am_per_sender != 0, "GPUCOMM_MSG_AM_PER_SENDER", 4, 1, 32, "am_per_sender"));
-  c.am_max = static_cast<uint32_t>(
-      pick(o.am_max, o.am_max != 0, "GPUCOMM_MSG_AM_MAX", 256, 4, ring_payload, "am_max"));
+  c.am_max = static_cast<uint32_t>(pick(o.am_max, o.am_max != 0, "GPUCOMM_MSG_AM_MAX", 256, 4, ring_payload, "am_max"));
   auto need = [](bool ok, const char* what, const std::string& why) {
     if (!ok) raise_arg("Messenger", what, why);
   };

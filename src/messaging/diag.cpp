@@ -132,8 +132,8 @@ std::string argument_text(const Diag& d) {
     case DiagArg::event:
       return "the event is null (make events with Messenger::make_event)";
     case DiagArg::handler:
-      return "active-message handler id " + std::to_string(v) + " is not registered (Messenger::register_am; ids below " +
-             std::to_string(d.limit) + ")";
+      return "active-message handler id " + std::to_string(v) +
+             " is not registered (Messenger::register_am; ids below " + std::to_string(d.limit) + ")";
     case DiagArg::reply:
       return d.limit == 0 ? "am_reply to an active message that wants no reply (send it with am_request)"
                           : "the handler of active-message id " + std::to_string(v) +
@@ -188,8 +188,8 @@ std::string describe(const Diag& d, const Config& c) {
           return who + ": the LL message of ticket " + std::to_string(d.limit) + " from PE " + std::to_string(d.peer) +
                  " never completed (a word still reads " + hex(d.value) + ")";
         case ProtocolFault::am_full:
-          return who + ": PE " + std::to_string(d.peer) + " sent an active message (tag " + hex(static_cast<uint32_t>(d.tag)) +
-                 ") while all " + std::to_string(d.limit) +
+          return who + ": PE " + std::to_string(d.peer) + " sent an active message (tag " +
+                 hex(static_cast<uint32_t>(d.tag)) + ") while all " + std::to_string(d.limit) +
                  " entries it may use here were taken (the PEs disagree on GPUCOMM_MSG_AM_PER_SENDER?)";
         case ProtocolFault::none:
           break;

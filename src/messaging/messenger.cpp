@@ -10,12 +10,13 @@
 #include <cstring>
 
 #include "config.hpp"
+#include "core/nvtx_range.hpp"
 #include "gpu_ops.hpp"
 #include "gpucomm/core/cuda_check.hpp"
 #include "gpucomm/core/env.hpp"
 #include "gpucomm/core/error.hpp"
-#include "gpucomm/core/log.hpp"
 #include "gpucomm/core/format.hpp"
+#include "gpucomm/core/log.hpp"
 #include "gpucomm/messaging/protocol_am.hpp"
 #include "messenger_impl.hpp"
 
@@ -167,7 +168,12 @@ size_t Messenger::local_bytes() const {
 void Messenger::check_device() const {
   const Impl& m = *impl_;
   if (m.diag_host && std::atomic_ref<uint32_t>(m.diag_host->state).load(std::memory_order_acquire) == 2u) {
-    detail::raise_diag(*m.diag_host, m.cfg);
+    // This PE's kernel failed by itself (a bad argument, a timeout, a protocol fault): the job fails
+    // now, so peers waiting on the device for its messages leave naming this PE. A wait that left
+    // because the job failed elsewhere names that failure instead.
+    const Diag d = *m.diag_host;
+    if (d.kind != DiagKind::peer_failure && !m.rt.failed()) m.rt.bootstrap().abort(detail::describe(d, m.cfg));
+    detail::raise_diag(d, m.cfg);
   }
   m.rt.check_device();
 }
@@ -271,6 +277,7 @@ detail::OpList request_op(detail::OpKind kind, const Request& r, Status* status,
 }  // namespace
 
 bool Messenger::test(Request& r, Status* status) {
+  gpucomm::detail::NvtxRange nvtx_range("gpucomm::msg::test");
   Impl& m = *impl_;
   Status st{};
   bool done = false;
@@ -297,6 +304,7 @@ bool Messenger::test(Request& r, Status* status) {
 }
 
 Status Messenger::wait(Request& r) {
+  gpucomm::detail::NvtxRange nvtx_range("gpucomm::msg::wait");
   Impl& m = *impl_;
   if (m.gpu) {
     if (r.null() || r.id >= Request::kProcNull) {
@@ -313,6 +321,7 @@ Status Messenger::wait(Request& r) {
 }
 
 void Messenger::waitall(std::span<Request> rs, std::span<Status> statuses) {
+  gpucomm::detail::NvtxRange nvtx_range("gpucomm::msg::waitall");
   GPUCOMM_CHECK_ARG(statuses.empty() || statuses.size() == rs.size(), "msg::waitall", "statuses",
                     "must be empty or as long as the requests");
   for (size_t i = 0; i < rs.size(); ++i) {
@@ -338,6 +347,7 @@ bool Messenger::testall(std::span<Request> rs, std::span<Status> statuses) {
 }
 
 int Messenger::waitany(std::span<Request> rs, Status* status) {
+  gpucomm::detail::NvtxRange nvtx_range("gpucomm::msg::waitany");
   Impl& m = *impl_;
   bool any = false;
   for (const Request& r : rs) any = any || !r.null();
@@ -393,14 +403,16 @@ void Messenger::register_am(std::span<const uint32_t> ids) {
 }
 
 int Messenger::am_poll(const std::function<void(const AmMessage&)>& handler, int max) {
+  gpucomm::detail::NvtxRange nvtx_range("gpucomm::msg::am_poll");
   Impl& m = *impl_;
   const char* op = "msg::am_poll";
   if (m.gpu)
     raise(Errc::unsupported, op,
           "active messages of GPU PEs are handled by their kernels (msg::am_poll, msg::launch_am_service)");
   GPUCOMM_CHECK_ARG(max >= 0, op, "max", std::to_string(max) + " is negative");
-  const proto::AmTaken t = m.on_host(
-      op, [&](detail::HostBackend& b) { return proto::am_take(b, coop::Thread{}, m.view, static_cast<uint32_t>(max)); });
+  const proto::AmTaken t = m.on_host(op, [&](detail::HostBackend& b) {
+    return proto::am_take(b, coop::Thread{}, m.view, static_cast<uint32_t>(max));
+  });
   for (uint32_t k = 0; k < t.n; ++k) {
     const AmMessage msg = proto::am_message(m.view, t.idx[k]);
     handler(msg);
@@ -414,6 +426,7 @@ int Messenger::am_poll(const std::function<void(const AmMessage&)>& handler, int
 }
 
 void Messenger::progress() {
+  gpucomm::detail::NvtxRange nvtx_range("gpucomm::msg::progress");
   Impl& m = *impl_;
   if (m.gpu) {
     detail::OpList l = request_op(detail::OpKind::progress, Request{}, nullptr, nullptr, false);
@@ -433,6 +446,7 @@ void Messenger::group_start() {
 }
 
 void Messenger::group_end(Stream stream) {
+  gpucomm::detail::NvtxRange nvtx_range("gpucomm::msg::group_end");
   Impl& m = *impl_;
   if (!m.in_group) raise(Errc::invalid_argument, "msg::group_end", "no group is open (call group_start first)");
   m.in_group = false;

@@ -22,9 +22,9 @@ struct Messenger::Impl {
   size_t heap_bytes = 0;
   char* local = nullptr;  // local tables
   size_t local_bytes = 0;
-  StateView view{};               // pointers where the state lives (device pointers on GPU PEs)
-  Diag* diag_host = nullptr;      // GPU PEs: the failure record in host-mapped memory
-  std::vector<char*> direct;      // per PE: its heap mapped here when the route is direct
+  StateView view{};           // pointers where the state lives (device pointers on GPU PEs)
+  Diag* diag_host = nullptr;  // GPU PEs: the failure record in host-mapped memory
+  std::vector<char*> direct;  // per PE: its heap mapped here when the route is direct
   uint64_t timeout_ns = 0;
   std::unique_ptr<detail::HostBackend> host;  // host-memory PEs
   std::mutex mu;                              // communicator creation, events

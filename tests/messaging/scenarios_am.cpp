@@ -53,7 +53,8 @@ void scenario_am(Runtime& rt, const Options& o) {
   long long asks = 0, replies = 0;
   auto handler = [&](const msg::AmMessage& a) {
     if (a.id == kAsk) {
-      PE_CHECK(a.bytes >= sizeof(AskHeader), "ask from %d: %llu bytes", a.source, static_cast<unsigned long long>(a.bytes));
+      PE_CHECK(a.bytes >= sizeof(AskHeader), "ask from %d: %llu bytes", a.source,
+               static_cast<unsigned long long>(a.bytes));
       AskHeader h{};
       std::memcpy(&h, a.payload, sizeof h);
       uint64_t& want = next_seq[static_cast<size_t>(a.source)];

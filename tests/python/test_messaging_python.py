@@ -89,6 +89,26 @@ SCRIPT = textwrap.dedent("""
             k = w.counters()
             assert k["sent"] > 0 and k["received"] > 0 and k["rendezvous"] > 0, k
 
+            # Active messages: a request to the right neighbour, answered by its handler.
+            m.register_am([4, 6])
+            got_asks, got_answers = [], []
+
+            def handler(a):
+                if a.id == 4:
+                    got_asks.append((a.source, bytes(a.payload)))
+                    assert a.wants_reply
+                    w.am_reply(a, 6, np.frombuffer(a.payload, dtype=np.uint8)[::-1].copy())
+                else:
+                    got_answers.append((a.source, bytes(a.payload)))
+
+            w.am_request(right, 4, np.array([me, 1, 2], dtype=np.uint8), poll=handler)
+            while not got_asks or not got_answers:
+                m.am_poll(handler)
+            assert got_asks == [(left, bytes([left, 1, 2]))], got_asks
+            assert got_answers == [(right, bytes([2, 1, me]))], got_answers
+            rt.barrier_all()
+            assert w.counters()["active"] == 2
+
             # Bad arguments name what is wrong.
             for call, want in ((lambda: w.send(np.zeros(1), n, 0), "dest"),
                                (lambda: w.send(np.zeros(1), right, -5), "tag"),

@@ -52,7 +52,8 @@ __device__ inline void am_send_flags(C c, const CommHandle& comm, int dest, uint
   dev::DeviceBackend b(comm.dev, s);
   if (!proto::am_registered(b, s, id))
     bad_argument(comm, DiagOp::am_send, DiagArg::handler, static_cast<int64_t>(id), kMaxAmHandlers);
-  if (bytes > s.cfg.am_max) bad_argument(comm, DiagOp::am_send, DiagArg::bytes, static_cast<int64_t>(bytes), s.cfg.am_max);
+  if (bytes > s.cfg.am_max)
+    bad_argument(comm, DiagOp::am_send, DiagArg::bytes, static_cast<int64_t>(bytes), s.cfg.am_max);
   if (dest == kProcNull) {
     if (b.leader(c) && event.counter) b.fadd(event.counter, 1, Ord::release);
     b.sync(c);
@@ -89,7 +90,7 @@ __device__ inline void am_send_flags(C c, const CommHandle& comm, int dest, uint
       }
     }
   }
-  const proto::SendArgs a{payload,  bytes,     pe,          dest, static_cast<int32_t>(id | flags),
+  const proto::SendArgs a{payload,  bytes,     pe,          dest,         static_cast<int32_t>(id | flags),
                           comm.ctx, comm.rank, kWireActive, event.counter};
   const proto::Started r = proto::send_start(b, c, s, s.comms[comm.ctx], a);
   check_started(comm, DiagOp::am_send, r);

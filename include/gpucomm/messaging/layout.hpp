@@ -291,11 +291,11 @@ struct alignas(64) Control {
 struct StateView {
   Config cfg;
   // symmetric heap
-  char* rings;          // [npes][slots][slot_bytes]: ring of sender s at s * slots * slot_bytes
-  uint64_t* credits;    // [npes]: credit word written by receiver r
-  uint64_t* req_words;  // [requests][2]: ctl, count (written by the request's peer)
+  char* rings;           // [npes][slots][slot_bytes]: ring of sender s at s * slots * slot_bytes
+  uint64_t* credits;     // [npes]: credit word written by receiver r
+  uint64_t* req_words;   // [requests][2]: ctl, count (written by the request's peer)
   uint64_t* am_credits;  // [npes]: request entries freed by receiver r (r's pollers add to it)
-  char* staging;        // [staging_pairs][2][chunk_bytes]
+  char* staging;         // [staging_pairs][2][chunk_bytes]
   // local
   PeerState* peers;      // [npes]
   char* pool;            // [npes][pool_slots][eager_max]

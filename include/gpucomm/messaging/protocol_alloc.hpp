@@ -129,9 +129,17 @@ GPUCOMM_MSG_FN void submit(const B& b, const StateView& s, const Submission& e) 
   uint64_t* w = &s.submit[submit_entry(s, t) * kSubmitWords];
   const auto buf = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(e.buf));
   const auto ev = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(e.event));
-  const uint32_t lo[kSubmitUsed] = {e.id,     e.kind,     static_cast<uint32_t>(e.ctx), static_cast<uint32_t>(e.rank),
-                                    static_cast<uint32_t>(e.tag), lo32(buf), hi32(buf), lo32(e.bytes),
-                                    hi32(e.bytes), lo32(ev), hi32(ev)};
+  const uint32_t lo[kSubmitUsed] = {e.id,
+                                    e.kind,
+                                    static_cast<uint32_t>(e.ctx),
+                                    static_cast<uint32_t>(e.rank),
+                                    static_cast<uint32_t>(e.tag),
+                                    lo32(buf),
+                                    hi32(buf),
+                                    lo32(e.bytes),
+                                    hi32(e.bytes),
+                                    lo32(ev),
+                                    hi32(ev)};
   const uint64_t stamp = static_cast<uint64_t>(static_cast<uint32_t>(t + 1)) << 32;
   for (uint32_t i = 0; i < kSubmitUsed; ++i) b.st(&w[i], stamp | lo[i], Ord::relaxed);
 }
@@ -154,7 +162,8 @@ GPUCOMM_MSG_FN bool submission_peek(const B& b, const StateView& s, Submission& 
   e.tag = static_cast<int32_t>(lo32(v[4]));
   e.buf = reinterpret_cast<char*>(static_cast<uintptr_t>((static_cast<uint64_t>(lo32(v[6])) << 32) | lo32(v[5])));
   e.bytes = (static_cast<uint64_t>(lo32(v[8])) << 32) | lo32(v[7]);
-  e.event = reinterpret_cast<uint64_t*>(static_cast<uintptr_t>((static_cast<uint64_t>(lo32(v[10])) << 32) | lo32(v[9])));
+  e.event =
+      reinterpret_cast<uint64_t*>(static_cast<uintptr_t>((static_cast<uint64_t>(lo32(v[10])) << 32) | lo32(v[9])));
   if (e.kind == kSubmitSend) b.acquire_fence_local();  // the send's fields were released before
   return true;
 }

@@ -56,7 +56,8 @@ GPUCOMM_MSG_FN AmEntry& am_entry(const StateView& s, uint32_t idx) {
 }
 GPUCOMM_MSG_FN AmMessage am_message(const StateView& s, uint32_t idx) {
   const AmEntry& e = am_entry(s, idx);
-  return AmMessage{e.source, e.id, e.ctx, e.flags, reinterpret_cast<const char*>(&e) + sizeof(AmEntry), e.bytes, idx, 0};
+  return AmMessage{e.source, e.id, e.ctx, e.flags, reinterpret_cast<const char*>(&e) + sizeof(AmEntry),
+                   e.bytes,  idx,  0};
 }
 
 // After the handler ran (leader): a request whose handler owed a reply and gave none is a bad

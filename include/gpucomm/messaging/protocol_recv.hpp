@@ -132,8 +132,7 @@ GPUCOMM_MSG_FN void deliver_arrival(const B& b, C c, const StateView& s, CommSta
   }
   const Status st = recv_status(a.h.src, a.h.tag, a.h.bytes, q.bytes);
   if (kind == kWireLL) {
-    if (b.leader(c))
-      wire::store_words(q.buf, a.h.data, st.bytes);
+    if (b.leader(c)) wire::store_words(q.buf, a.h.data, st.bytes);
   } else {
     const char* ring = ring_slot(s, a.pe, 0);
     ring_segments(s.cfg, a.t, st.bytes,
@@ -162,8 +161,7 @@ GPUCOMM_MSG_FN void stash(const B& b, C c, const StateView& s, uint32_t u, const
       e.kind = kUnexpRts;
     } else if (kind == kWireLL || a.h.bytes <= kInlineBytes) {
       e.kind = kUnexpInline;
-      if (kind == kWireLL)
-        wire::store_words(reinterpret_cast<char*>(e.data), a.h.data, kLLMaxBytes);
+      if (kind == kWireLL) wire::store_words(reinterpret_cast<char*>(e.data), a.h.data, kLLMaxBytes);
     } else {
       e.kind = kUnexpPool;
       PeerState& p = s.peers[a.pe];
@@ -320,7 +318,8 @@ GPUCOMM_MSG_FN bool park_am(const B& b, C c, const StateView& s, const Arrival& 
     if (b.leader(c)) wire::store_words(payload, a.h.data, bytes);
   } else {
     const char* ring = ring_slot(s, a.pe, 0);
-    ring_segments(s.cfg, a.t, bytes, [&](uint64_t at, uint64_t off, uint64_t n) { b.copy(c, payload + off, ring + at, n); });
+    ring_segments(s.cfg, a.t, bytes,
+                  [&](uint64_t at, uint64_t off, uint64_t n) { b.copy(c, payload + off, ring + at, n); });
   }
   if (b.leader(c)) {
     auto* e = reinterpret_cast<AmEntry*>(entry);

@@ -125,8 +125,8 @@ GPUCOMM_MSG_FN char* peer_ring(const B& b, const StateView& s, int32_t pe) {
 // fast path of every small send; each word carries the stamp, so no fence and no order among the
 // stores (docs/MESSAGING.md).
 template <class B, class C>
-GPUCOMM_MSG_FN void write_ll(const B& b, C c, const StateView& s, uint64_t t, const wire::Header& h, const void* payload,
-                             char* ring) {
+GPUCOMM_MSG_FN void write_ll(const B& b, C c, const StateView& s, uint64_t t, const wire::Header& h,
+                             const void* payload, char* ring) {
   auto* w = reinterpret_cast<uint64_t*>(ring + (t & (s.cfg.slots - 1)) * s.cfg.slot_bytes);
   const uint32_t nw = wire::ll_word_count(h.bytes);
   for (uint32_t i = b.group_rank(c); i < nw; i += b.group_size(c))

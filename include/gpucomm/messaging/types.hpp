@@ -60,10 +60,10 @@ struct Message {
 
 // An active message as its handler gets it (docs/MESSAGING.md, "Active messages").
 struct AmMessage {
-  int32_t source;  // the sender's rank in the communicator
-  uint32_t id;     // handler id
-  int32_t ctx;     // the communicator's context id
-  uint32_t flags;  // kAmWantsReply: a request whose handler must answer once with am_reply
+  int32_t source;       // the sender's rank in the communicator
+  uint32_t id;          // handler id
+  int32_t ctx;          // the communicator's context id
+  uint32_t flags;       // kAmWantsReply: a request whose handler must answer once with am_reply
   const void* payload;  // valid while the handler runs
   uint64_t bytes;
   uint32_t entry;  // where it is parked (am_reply marks it answered)

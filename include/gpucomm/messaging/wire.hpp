@@ -28,13 +28,14 @@ struct Header {
   int32_t tag;
   uint32_t sreq;  // rendezvous: the sender's request index
   uint64_t bytes;
-  uint64_t offset;                    // rendezvous by get: the source's heap offset
-  uint32_t data[kLLMaxBytes / 4];     // LL payload, 4 bytes per word (little-endian)
+  uint64_t offset;                 // rendezvous by get: the source's heap offset
+  uint32_t data[kLLMaxBytes / 4];  // LL payload, 4 bytes per word (little-endian)
 };
 
 // 4 bytes of a payload of `bytes` bytes from byte `at` (zeros past its end): one load when aligned.
 GPUCOMM_MSG_FN uint32_t payload_word(const uint8_t* p, uint64_t bytes, uint32_t at) {
-  if (at + 4 <= bytes && (reinterpret_cast<uintptr_t>(p + at) & 3u) == 0) return *reinterpret_cast<const uint32_t*>(p + at);
+  if (at + 4 <= bytes && (reinterpret_cast<uintptr_t>(p + at) & 3u) == 0)
+    return *reinterpret_cast<const uint32_t*>(p + at);
   uint32_t lo = 0;
   for (uint32_t k = 0; k < 4 && at + k < bytes; ++k) lo |= static_cast<uint32_t>(p[at + k]) << (8 * k);
   return lo;

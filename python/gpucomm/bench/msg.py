@@ -1,8 +1,9 @@
 """``gpucomm bench msg``: the two-sided messaging layer against its floors and targets, in one run.
 
 On a GPU: runs ``gpucomm-bench-msg`` on 1 PE that messages itself between two blocks of one
-kernel, once per section (floors, pingpong, unexpected, rendezvous, rate), each in a process of its
-own under a time limit, so a section that fails records its error and the others still run.
+kernel, once per section (floors, pingpong, unexpected, rendezvous, rate, steps: the latency of
+each call and of the protocol's pieces), each in a process of its own under a time limit, so a
+section that fails records its error and the others still run.
 Without a GPU (or with ``GPUCOMM_DEVICE=host``): the same protocol on 2 host-memory PEs through the
 host API (the Python bindings over the C++ calls): the 8-byte ping-pong and the message rate.
 Prints each target beside its measured value and writes everything with ``--json FILE``.
@@ -30,7 +31,7 @@ from pathlib import Path
 
 from gpucomm.bench.proxy import gpu_count
 
-SECTIONS = ["floors", "pingpong", "unexpected", "rendezvous", "rate"]
+SECTIONS = ["floors", "pingpong", "unexpected", "rendezvous", "rate", "steps"]
 NOT_RUN = "not measured (gpucomm bench msg --anchors runs it)"
 LEVELS = ("thread", "warp", "block")
 LARGE = (1 << 20, 4 << 20, 16 << 20)
@@ -364,6 +365,17 @@ def table(res: dict) -> list[str]:
                 lines.append(f"{mode:<40} " + " ".join(
                     f"{fmt(point(res, 'msg_rate', mode, 8, n)) + ' [' + fmt(point(res, 'msg_rate_with_posting', mode, 8, n)) + ']':>16}"
                     for n in counts))
+        steps = [r for r in res["results"] if r["name"].startswith("step_")]
+        if steps:
+            lines += ["", "latency breakdown, one group messaging itself alone, ns per call (medians)",
+                      f"{'':<40} {'thread':>8} {'warp':>8} {'block':>8}"]
+            for name, what in (("step_irecv_ns", "irecv (post)"), ("step_send_ns", "send (LL, 8 B)"),
+                               ("step_wait_ns", "wait (a round that delivers it)")):
+                lines.append(f"{what:<40} " + " ".join(f"{fmt(point(res, name, lv), 0):>8}" for lv in LEVELS))
+            pieces = [r for r in res["results"] if r["name"].startswith("piece_")]
+            if pieces:
+                lines.append("  pieces (thread level, ns each, a global-timer read included): " + ", ".join(
+                    f"{r['name'][6:]} {r['median']:.0f}" for r in pieces))
     else:
         lines += ["host-memory PEs (2 processes, the host API through the Python bindings)",
                   f"  8-byte ping-pong round trip, receives pre-posted: {fmt(point(res, 'msg_rt', 'host'))} us",
