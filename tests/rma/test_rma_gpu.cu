@@ -122,9 +122,11 @@ TEST_F(GpuPe, BadPeIsDiagnosed) {
   EXPECT_TRUE(rt.failed());
 }
 
+#ifdef GPUCOMM_CHECKED
 __global__ void put_outside_heap(DeviceHandle h) {
   device::put(coop::Thread{}, h, h.heap_base + h.heap_size - 8, h.heap_base, 64, 0);
 }
+#endif
 
 TEST_F(GpuPe, CheckedBuildDiagnosesAddressOutsideHeap) {
 #ifndef GPUCOMM_CHECKED

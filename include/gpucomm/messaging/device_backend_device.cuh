@@ -235,38 +235,13 @@ class DeviceBackend {
   // this lane's receive handle, or -1.
   __device__ int32_t batch_match(CommState& cm, const matching::Envelope& mine, uint32_t lane, uint32_t n) const {
     MatchScratch& m = s_.ctl->match;
-    auto& warp_shared = reinterpret_cast<matching::WarpMatchShared&>(m.taken);
     if (lane < n) m.batch[lane] = mine;
     if (lane == 0) {
       m.n_matches = 0;
       m.status = 0;
     }
     __syncwarp();
-    matching::MatchJob job{};
-    job.umq = cm.umq;
-    job.umq_size = &cm.umq_n;
-    job.umq_cap = cm.cap;
-    job.prq = cm.prq;
-    job.prq_size = &cm.prq_n;
-    job.prq_cap = cm.cap;
-    job.msgs = m.batch;
-    job.n_msgs = n;
-    job.matches = m.batch_matches;
-    job.n_matches = &m.n_matches;
-    job.scratch = m.batch_scratch;
-    job.status = &m.status;
-    switch (cm.mode) {
-      case Mode::no_any_source:
-        matching::match_partitioned(coop::Warp{}, job, warp_shared);
-        break;
-      case Mode::no_unexpected:
-        matching::match_no_unexpected(coop::Warp{}, job, warp_shared);
-        break;
-      default:
-        matching::match_ordered(coop::Warp{}, job, warp_shared);
-        break;
-    }
-    __syncwarp();
+    run_warp_engine(cm, m.batch, n, nullptr, 0, m.batch_matches, m.batch_scratch);
     int32_t recv = -1;
     const uint32_t nm = m.n_matches;
     for (uint32_t j = 0; j < nm; ++j)
@@ -330,13 +305,48 @@ class DeviceBackend {
   }
 
  private:
+  // The warp engine of `cm`'s mode on a batch of messages and receives against its queues (one
+  // warp; results in `matches`, their count and the status in the Control block's scratch).
+  __device__ void run_warp_engine(CommState& cm, const matching::Envelope* msgs, uint32_t n_msgs,
+                                  const matching::Envelope* recvs, uint32_t n_recvs, matching::Match* matches,
+                                  int32_t* scratch) const {
+    MatchScratch& m = s_.ctl->match;
+    auto& warp_shared = reinterpret_cast<matching::WarpMatchShared&>(m.taken);
+    matching::MatchJob job{};
+    job.umq = cm.umq;
+    job.umq_size = &cm.umq_n;
+    job.umq_cap = cm.cap;
+    job.prq = cm.prq;
+    job.prq_size = &cm.prq_n;
+    job.prq_cap = cm.cap;
+    job.msgs = msgs;
+    job.n_msgs = n_msgs;
+    job.recvs = recvs;
+    job.n_recvs = n_recvs;
+    job.matches = matches;
+    job.n_matches = &m.n_matches;
+    job.scratch = scratch;
+    job.status = &m.status;
+    switch (cm.mode) {
+      case Mode::no_any_source:
+        matching::match_partitioned(coop::Warp{}, job, warp_shared);
+        break;
+      case Mode::no_unexpected:
+        matching::match_no_unexpected(coop::Warp{}, job, warp_shared);
+        break;
+      default:
+        matching::match_ordered(coop::Warp{}, job, warp_shared);
+        break;
+    }
+    __syncwarp();
+  }
+
   // One envelope against a communicator's queues with the engine of its mode (a warp; warp 0 of a
   // block), the reference semantics (appends when unmatched). Returns the partner's handle or -1.
   template <class C>
   __device__ __noinline__ int32_t run_engine(C c, CommState& cm, const matching::Envelope& e, bool is_recv) const {
     static_assert(sizeof(MatchScratch::taken) == sizeof(matching::WarpMatchShared));
     MatchScratch& m = s_.ctl->match;
-    auto& warp_shared = reinterpret_cast<matching::WarpMatchShared&>(m.taken);
     // A warp-level caller's own warp runs the engine; warp 0 for a block.
     if (std::is_same_v<C, coop::Warp> || coop::warp_id() == 0) {
       if (coop::lane_id() == 0) {
@@ -345,33 +355,8 @@ class DeviceBackend {
         m.status = 0;
       }
       __syncwarp();
-      matching::MatchJob job{};
-      job.umq = cm.umq;
-      job.umq_size = &cm.umq_n;
-      job.umq_cap = cm.cap;
-      job.prq = cm.prq;
-      job.prq_size = &cm.prq_n;
-      job.prq_cap = cm.cap;
-      job.msgs = is_recv ? nullptr : &m.probe;
-      job.n_msgs = is_recv ? 0u : 1u;
-      job.recvs = is_recv ? &m.probe : nullptr;
-      job.n_recvs = is_recv ? 1u : 0u;
-      job.matches = m.matches;
-      job.n_matches = &m.n_matches;
-      job.scratch = m.scratch;
-      job.status = &m.status;
-      switch (cm.mode) {
-        case Mode::no_any_source:
-          matching::match_partitioned(coop::Warp{}, job, warp_shared);
-          break;
-        case Mode::no_unexpected:
-          matching::match_no_unexpected(coop::Warp{}, job, warp_shared);
-          break;
-        default:
-          matching::match_ordered(coop::Warp{}, job, warp_shared);
-          break;
-      }
-      __syncwarp();
+      run_warp_engine(cm, is_recv ? nullptr : &m.probe, is_recv ? 0u : 1u, is_recv ? &m.probe : nullptr,
+                      is_recv ? 1u : 0u, m.matches, m.scratch);
     }
     coop::sync(c);  // warp 0's results (global memory) visible to the group
     if (m.n_matches == 0) return -1;
