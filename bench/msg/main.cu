@@ -148,6 +148,7 @@ struct Bench : bench::Harness {
     unsigned long long* ns = nullptr;
     ck(cudaMalloc(&ns, msg_bench::kPieces * sizeof(unsigned long long)), "cudaMalloc");
     std::vector<Result> r;
+    r.reserve(msg_bench::kPieces);
     for (int k = 0; k < msg_bench::kPieces; ++k)
       r.push_back(Result{std::string("piece_") + msg_bench::kPieceNames[k], "thread", 8, 1, "ns", {}});
     for (int t = 0; t <= trials; ++t) {

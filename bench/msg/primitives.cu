@@ -313,10 +313,11 @@ int main(int argc, char** argv) {
   for (int sys = 0; sys < 2; ++sys) {
     std::vector<double> t;
     for (int trial = 0; trial < kTrials + 1; ++trial) {
-      if (sys)
+      if (sys) {
         k_flag<mem::kSystem><<<2, 32>>>(w, kIters, base, out);
-      else
+      } else {
         k_flag<mem::kDevice><<<2, 32>>>(w, kIters, base, out);
+      }
       base += kIters;
       ck(cudaGetLastError(), "launch");
       ck(cudaMemcpy(host_out, out, sizeof(uint64_t), cudaMemcpyDeviceToHost), "cudaMemcpy");

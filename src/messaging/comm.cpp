@@ -186,9 +186,10 @@ namespace {
 void am_send_host(Comm::State& s, int dest, uint32_t id, const void* payload, size_t bytes, uint32_t flags,
                   const Comm::AmHandler& poll, const char* op) {
   Messenger::Impl& m = s.m->impl();
-  if (m.gpu)
+  if (m.gpu) {
     raise(Errc::unsupported, op,
           "active messages of GPU PEs are sent and handled by kernels (gpucomm/messaging/am_device.cuh)");
+  }
   check_send_args(op, s.team.size(), dest, 0, payload, bytes);
   if (id >= kMaxAmHandlers) raise_arg(op, "id", std::to_string(id) + " is not below " + std::to_string(kMaxAmHandlers));
   if (((std::atomic_ref<uint64_t>(m.view.ctl->am_valid).load(std::memory_order_acquire) >> id) & 1u) == 0)
@@ -210,12 +211,13 @@ void am_send_host(Comm::State& s, int dest, uint32_t id, const void* payload, si
         m.on_host(op, [&](detail::HostBackend& b) { return proto::progress(b, coop::Thread{}, m.view); });
       }
       detail::HostBackend::pause(i);
-      if ((i & 63u) == 0 && m.host->timeout_ns() != 0 && detail::HostBackend::now_ns() - start > m.host->timeout_ns())
+      if ((i & 63u) == 0 && m.host->timeout_ns() != 0 && detail::HostBackend::now_ns() - start > m.host->timeout_ns()) {
         raise(Errc::timeout, op,
               "no active-message credit at rank " + std::to_string(dest) + " for " +
                   std::to_string((detail::HostBackend::now_ns() - start) / 1000000) +
                   " ms: its handlers did not run (it must poll: Messenger::am_poll, or pass a handler to its own "
                   "sends)");
+      }
     }
   }
   const proto::SendArgs a{payload, bytes,         pe,          dest,   static_cast<int32_t>(id | flags),

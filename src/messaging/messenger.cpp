@@ -406,9 +406,10 @@ int Messenger::am_poll(const std::function<void(const AmMessage&)>& handler, int
   gpucomm::detail::NvtxRange nvtx_range("gpucomm::msg::am_poll");
   Impl& m = *impl_;
   const char* op = "msg::am_poll";
-  if (m.gpu)
+  if (m.gpu) {
     raise(Errc::unsupported, op,
           "active messages of GPU PEs are handled by their kernels (msg::am_poll, msg::launch_am_service)");
+  }
   GPUCOMM_CHECK_ARG(max >= 0, op, "max", std::to_string(max) + " is negative");
   const proto::AmTaken t = m.on_host(op, [&](detail::HostBackend& b) {
     return proto::am_take(b, coop::Thread{}, m.view, static_cast<uint32_t>(max));
@@ -417,10 +418,11 @@ int Messenger::am_poll(const std::function<void(const AmMessage&)>& handler, int
     const AmMessage msg = proto::am_message(m.view, t.idx[k]);
     handler(msg);
     const bool ok = m.on_host(op, [&](detail::HostBackend& b) { return proto::am_release(b, m.view, t.idx[k]); });
-    if (!ok)
+    if (!ok) {
       raise_arg(op, "handler",
                 "the handler of active-message id " + std::to_string(msg.id) +
                     " did not answer its request with Comm::am_reply (its sender reserved space for the answer)");
+    }
   }
   return static_cast<int>(t.n);
 }

@@ -113,7 +113,7 @@ void run_level(Runtime& rt, msg::Messenger& m, const msg::Comm& w, bool service,
   const int senders = 3;
   CUDA_OK(cudaMalloc(&st, sizeof(AmState)));
   CUDA_OK(cudaMemset(st, 0, sizeof(AmState)));
-  CUDA_OK(cudaMalloc(&bufs, senders * 1024));
+  CUDA_OK(cudaMalloc(&bufs, static_cast<size_t>(senders) * 1024));
   uint32_t* stop_host = nullptr;
   CUDA_OK(cudaHostAlloc(&stop_host, sizeof(uint32_t), cudaHostAllocMapped));
   *stop_host = 0;

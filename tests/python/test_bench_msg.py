@@ -48,7 +48,7 @@ def test_host_pes_json(run_gpucomm, tmp_path):
             assert col in row, (key, col)
         assert row["bytes"] == 8 and row["samples"] >= 5 and row["median"] > 0, row
     # The GPU sections are named as skipped on host PEs, not reported as failures.
-    assert set(doc["errors"]) == {"floors", "unexpected", "rendezvous"}
+    assert set(doc["errors"]) == {"floors", "unexpected", "rendezvous", "steps"}
     assert all(e.startswith("skipped") for e in doc["errors"].values())
 
 

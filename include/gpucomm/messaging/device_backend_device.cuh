@@ -139,10 +139,11 @@ class DeviceBackend {
   // readers are this GPU's threads; a release at device scope costs half of one at system scope),
   // system scope otherwise.
   __device__ void st_to(int32_t pe, uint64_t* p, uint64_t v, Ord o) const {
-    if (pe == h_.rank)
+    if (pe == h_.rank) {
       mem::store<mem::kDevice>(p, v, store_order(o));
-    else
+    } else {
       mem::store<mem::kSystem>(p, v, store_order(o));
+    }
   }
   // Acquire fences after a relaxed load that saw a flag: of this GPU's threads (submissions), of
   // any PE (ring slots, words peers write).
@@ -156,10 +157,11 @@ class DeviceBackend {
   // publish(c) for stores that only `pe` reads: publish_local when `pe` is this PE.
   template <class C>
   __device__ void publish_to(C c, int32_t pe) const {
-    if (pe == h_.rank)
+    if (pe == h_.rank) {
       publish_local(c);
-    else
+    } else {
       publish(c);
+    }
   }
 
   // ---- remote ----

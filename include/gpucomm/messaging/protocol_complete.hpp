@@ -30,10 +30,11 @@ GPUCOMM_MSG_OUTLINE Started recv_start(const B& b, C c, const StateView& s, cons
   int32_t id = -1;
   if (b.leader(c)) {
     id = request_take(b, s);
-    if (id >= 0)
+    if (id >= 0) {
       submit(b, s,
              Submission{static_cast<uint32_t>(id), kSubmitRecv, a.ctx, a.src, a.tag, static_cast<char*>(a.buf), a.bytes,
                         a.event});
+    }
   }
   id = b.bcast(c, id);
   if (id < 0) return Started{0, static_cast<uint32_t>(DiagKind::resource)};

@@ -276,10 +276,11 @@ GPUCOMM_MSG_OUTLINE Started send_start(const B& b, C c, const StateView& s, Comm
   d = b.bcast(c, d);
   if (d.id == -1) return Started{0, static_cast<uint32_t>(DiagKind::resource)};
   if (d.id == -2) {
-    if ((d.p.kind & kWireKindMask) == kWireLL)
+    if ((d.p.kind & kWireKindMask) == kWireLL) {
       write_ll(b, c, s, d.t, header_of(a, d.p, 0, 0), a.buf, d.ring);
-    else
+    } else {
       write_message(b, c, s, d.t, header_of(a, d.p, 0, 0), a.buf, nullptr, a.pe, d.ring);
+    }
     if (b.leader(c) && a.event) b.fadd(a.event, 1, Ord::release);
     return Started{Request::kDone, 0};
   }
