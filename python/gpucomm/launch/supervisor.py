@@ -87,7 +87,10 @@ def signal_group(p: subprocess.Popen, sig: int) -> None:
 
 
 def stopped_groups(pgids: set[int]) -> set[int]:
-    """Those of `pgids` with a stopped process (state T or t): it cannot exit by itself."""
+    """Those of `pgids` with a process stopped by a signal (state T): it cannot exit by itself.
+
+    A traced process (state t) is left to its tracer: a debugger, or LeakSanitizer, which stops the
+    threads of a process that exits to scan its memory and then lets it go."""
     found: set[int] = set()
     try:
         entries = os.listdir("/proc")
@@ -102,7 +105,7 @@ def stopped_groups(pgids: set[int]) -> set[int]:
         except OSError:
             continue
         fields = stat[stat.rfind(b")") + 2:].split()
-        if len(fields) > 2 and fields[0] in (b"T", b"t") and int(fields[2]) in pgids:
+        if len(fields) > 2 and fields[0] == b"T" and int(fields[2]) in pgids:
             found.add(int(fields[2]))
     return found
 
