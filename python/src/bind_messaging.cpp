@@ -172,6 +172,17 @@ msg::Comm::AmHandler am_handler(nb::handle fn) {
   };
 }
 
+// Comm.am_send and Comm.am_request: the payload array to handler `id` of rank `dest`, `poll`
+// handling what arrives here while the call waits for a credit (the GIL released meanwhile).
+template <void (msg::Comm::*Send)(int, uint32_t, const void*, size_t, const msg::Comm::AmHandler&)>
+void am_out(PyComm& c, const char* op, int dest, uint32_t id, nb::handle payload, nb::handle poll) {
+  const ArrayRef a = array_ref(payload, op, "payload");
+  msg::Comm& comm = c.c();
+  const msg::Comm::AmHandler h = am_handler(poll);
+  gpucomm::python::Unlocked unlocked;
+  (comm.*Send)(dest, id, a.data, a.nbytes, h);
+}
+
 std::string status_repr(const msg::Status& s) {
   return "Status(source=" + std::to_string(s.source) + ", tag=" + std::to_string(s.tag) +
          ", bytes=" + std::to_string(s.bytes) + ", error='" + msg::error_name(s.error) + "')";
@@ -331,11 +342,7 @@ void bind_comm(nb::module_& m) {
       .def(
           "am_send",
           [](PyComm& c, int dest, uint32_t id, nb::handle payload, nb::handle poll) {
-            const ArrayRef a = array_ref(payload, "Comm.am_send", "payload");
-            msg::Comm& comm = c.c();
-            const msg::Comm::AmHandler h = am_handler(poll);
-            gpucomm::python::Unlocked unlocked;
-            comm.am_send(dest, id, a.data, a.nbytes, h);
+            am_out<&msg::Comm::am_send>(c, "Comm.am_send", dest, id, payload, poll);
           },
           "dest"_a, "id"_a, "payload"_a, "poll"_a = nb::none(),
           "Sends an active message to handler `id` of rank `dest` (host-memory PEs); `poll` handles what "
@@ -343,11 +350,7 @@ void bind_comm(nb::module_& m) {
       .def(
           "am_request",
           [](PyComm& c, int dest, uint32_t id, nb::handle payload, nb::handle poll) {
-            const ArrayRef a = array_ref(payload, "Comm.am_request", "payload");
-            msg::Comm& comm = c.c();
-            const msg::Comm::AmHandler h = am_handler(poll);
-            gpucomm::python::Unlocked unlocked;
-            comm.am_request(dest, id, a.data, a.nbytes, h);
+            am_out<&msg::Comm::am_request>(c, "Comm.am_request", dest, id, payload, poll);
           },
           "dest"_a, "id"_a, "payload"_a, "poll"_a = nb::none(),
           "Like am_send; the receiver's handler must answer once with am_reply.")

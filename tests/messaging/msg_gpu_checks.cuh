@@ -1,13 +1,16 @@
 #pragma once
 // What the messaging GPU tests share: a failure report the kernels fill (count and first
 // failure), the byte pattern of messages, which threads act for a cooperation level, and the
-// message sizes across every protocol threshold.
+// message sizes across every protocol threshold; what a kernel that failed left behind.
 #include <cuda_runtime.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "gpucomm/base/coop.cuh"
+#include "gpucomm/core/error.hpp"
+#include "gpucomm/messaging/messenger.hpp"
 
 namespace msg_checks {
 
@@ -71,5 +74,17 @@ __device__ inline void check_bytes(C c, Report* rep, const char* b, size_t n, ui
 constexpr int kSizes = 13;
 __constant__ size_t c_sizes[kSizes] = {0, 1, 8, 20, 21, 24, 25, 192, 193, 2048, 2049, 70000, 600000};
 constexpr size_t kMaxBytes = 600000;
+
+// Why a kernel that ended with `e` failed: the messaging record of the failure where there is one
+// (it names the call and the argument), else CUDA's error; empty when it did not fail.
+inline std::string kernel_failure(cudaError_t e, gpucomm::msg::Messenger& m) {
+  if (e == cudaSuccess) return {};
+  try {
+    m.check_device();
+  } catch (const gpucomm::Error& err) {
+    return err.what();
+  }
+  return cudaGetErrorString(e);
+}
 
 }  // namespace msg_checks

@@ -128,14 +128,7 @@ void run_level(Runtime& rt, msg::Messenger& m, const msg::Comm& w, bool service,
   const cudaError_t e = cudaStreamSynchronize(ks);
   __atomic_store_n(stop_host, 1u, __ATOMIC_RELEASE);
   if (service) (void)cudaStreamSynchronize(ss);
-  if (e != cudaSuccess) {
-    try {
-      m.check_device();
-    } catch (const Error& err) {
-      FAIL() << "kernel failed: " << err.what();
-    }
-    FAIL() << "kernel failed: " << cudaGetErrorString(e);
-  }
+  if (const std::string why = kernel_failure(e, m); !why.empty()) FAIL() << "kernel failed: " << why;
   AmState got{};
   CUDA_OK(cudaMemcpy(&got, st, sizeof got, cudaMemcpyDeviceToHost));
   const unsigned long long total = static_cast<unsigned long long>(senders) * kPerSender;

@@ -96,14 +96,7 @@ class MsgGpu : public ::testing::Test {
     launch(reinterpret_cast<cudaStream_t>(rt.stream()));
     CUDA_OK(cudaGetLastError());
     const cudaError_t e = cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(rt.stream()));
-    if (e != cudaSuccess) {
-      try {
-        m.check_device();
-      } catch (const Error& err) {
-        FAIL() << "kernel failed: " << err.what();
-      }
-      FAIL() << "kernel failed: " << cudaGetErrorString(e);
-    }
+    if (const std::string why = kernel_failure(e, m); !why.empty()) FAIL() << "kernel failed: " << why;
     Report h{};
     CUDA_OK(cudaMemcpy(&h, rep, sizeof h, cudaMemcpyDeviceToHost));
     EXPECT_EQ(h.failures, 0u) << "first failure at line " << h.line << ": a=" << h.a << " b=" << h.b << " x=" << h.x

@@ -121,16 +121,21 @@ __device__ __forceinline__ void fence(Order o) {
     else                                   \
       GPUCOMM_RED_(sem, "cta", op, p, v);  \
   } while (0)
+// A posted reduction `op` with the order `o` (relaxed or release).
+#define GPUCOMM_RED_ORDERED_(op, p, v, o)       \
+  do {                                          \
+    if ((o) == relaxed)                         \
+      GPUCOMM_RED_SCOPES_("relaxed", op, p, v); \
+    else                                        \
+      GPUCOMM_RED_SCOPES_("release", op, p, v); \
+  } while (0)
 #endif
 
 // Posted (fire-and-forget) add: nobody waits for the old value. `o` is relaxed or release.
 template <Scope S>
 __device__ __forceinline__ void red_add(uint64_t* p, uint64_t v, Order o) {
 #if defined(__CUDA_ARCH__)
-  if (o == relaxed)
-    GPUCOMM_RED_SCOPES_("relaxed", "add.u64", p, v);
-  else
-    GPUCOMM_RED_SCOPES_("release", "add.u64", p, v);
+  GPUCOMM_RED_ORDERED_("add.u64", p, v, o);
 #else
   ref<S>(p).fetch_add(v, o);
 #endif
@@ -139,10 +144,7 @@ __device__ __forceinline__ void red_add(uint64_t* p, uint64_t v, Order o) {
 template <Scope S>
 __device__ __forceinline__ void red_max(uint64_t* p, uint64_t v, Order o) {
 #if defined(__CUDA_ARCH__)
-  if (o == relaxed)
-    GPUCOMM_RED_SCOPES_("relaxed", "max.u64", p, v);
-  else
-    GPUCOMM_RED_SCOPES_("release", "max.u64", p, v);
+  GPUCOMM_RED_ORDERED_("max.u64", p, v, o);
 #else
   ref<S>(p).fetch_max(v, o);
 #endif
@@ -152,16 +154,14 @@ __device__ __forceinline__ void red_max(uint64_t* p, uint64_t v, Order o) {
 template <Scope S>
 __device__ __forceinline__ void red_and(uint64_t* p, uint64_t v, Order o) {
 #if defined(__CUDA_ARCH__)
-  if (o == relaxed)
-    GPUCOMM_RED_SCOPES_("relaxed", "and.b64", p, v);
-  else
-    GPUCOMM_RED_SCOPES_("release", "and.b64", p, v);
+  GPUCOMM_RED_ORDERED_("and.b64", p, v, o);
 #else
   ref<S>(p).fetch_and(v, o);
 #endif
 }
 
 #if defined(__CUDA_ARCH__)
+#undef GPUCOMM_RED_ORDERED_
 #undef GPUCOMM_RED_SCOPES_
 #undef GPUCOMM_RED_
 #endif

@@ -12,6 +12,16 @@
 
 namespace gpucomm::msg::proto {
 
+// A broken-protocol record of progress: what broke, and the peer whose words showed it.
+GPUCOMM_MSG_FN Diag protocol_fault(ProtocolFault f, int32_t peer) {
+  Diag d{};
+  d.kind = DiagKind::protocol;
+  d.op = DiagOp::progress;
+  d.arg = static_cast<uint32_t>(f);
+  d.peer = peer;
+  return d;
+}
+
 // Calls f(ring_offset, payload_offset, length) for the pieces of a full-format payload of `bytes`
 // bytes at ticket t: the header slot's payload area, then the continuation slots up to the ring's
 // end, then from its start.
@@ -60,11 +70,7 @@ GPUCOMM_MSG_FN Arrival read_slot(const B& b, const StateView& s, int32_t pe) {
         words[i] = b.ld_sys(&w[i], Ord::relaxed);
         if (spin == 0) start = b.now_ns();
         if ((spin & 1023u) == 1023u && b.now_ns() - start > b.timeout_ns() && b.timeout_ns() != 0) {
-          Diag d{};
-          d.kind = DiagKind::protocol;
-          d.op = DiagOp::progress;
-          d.arg = static_cast<uint32_t>(ProtocolFault::ll_incomplete);
-          d.peer = pe;
+          Diag d = protocol_fault(ProtocolFault::ll_incomplete, pe);
           d.value = words[i];
           d.limit = a.t;
           d.drained = a.t;
@@ -183,11 +189,7 @@ GPUCOMM_MSG_FN void stash(const B& b, C c, const StateView& s, uint32_t u, const
   } else if (kind == kWireEager) {
     if (slot < 0) {
       // The sender wrote an eager payload without a free pool slot: its credits were broken.
-      Diag d{};
-      d.kind = DiagKind::protocol;
-      d.op = DiagOp::progress;
-      d.arg = static_cast<uint32_t>(ProtocolFault::pool_full);
-      d.peer = a.pe;
+      Diag d = protocol_fault(ProtocolFault::pool_full, a.pe);
       d.bytes = a.h.bytes;
       d.value = s.peers[a.pe].pool_used;
       d.limit = s.cfg.pool_slots;
@@ -297,11 +299,7 @@ GPUCOMM_MSG_FN bool park_am(const B& b, C c, const StateView& s, const Arrival& 
       }
     }
     if (slot < 0) {
-      Diag d{};
-      d.kind = DiagKind::protocol;
-      d.op = DiagOp::progress;
-      d.arg = static_cast<uint32_t>(ProtocolFault::am_full);
-      d.peer = a.pe;
+      Diag d = protocol_fault(ProtocolFault::am_full, a.pe);
       d.tag = a.h.tag;
       d.value = v;
       d.limit = q;
@@ -343,12 +341,8 @@ template <class B, class C>
 GPUCOMM_MSG_FN bool handle_arrival(const B& b, C c, const StateView& s, const Arrival& a) {
   CommState* cm = comm_of(s, a.h.ctx);
   if (!cm) {
-    Diag d{};
-    d.kind = DiagKind::protocol;
-    d.op = DiagOp::progress;
-    d.arg = static_cast<uint32_t>(ProtocolFault::unknown_comm);
+    Diag d = protocol_fault(ProtocolFault::unknown_comm, a.pe);
     d.ctx = a.h.ctx;
-    d.peer = a.pe;
     d.tag = a.h.tag;
     d.bytes = a.h.bytes;
     if (b.leader(c)) b.fail(d);
