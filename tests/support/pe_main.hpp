@@ -28,6 +28,7 @@ inline int run_scenario(const std::string& name, const std::map<std::string, Sce
     it->second(rt);
     if (g_pe_failures == 0) {
       std::printf("PE OK rank %d of %d: %s\n", rt.rank(), rt.size(), name.c_str());
+      std::fflush(stdout);  // out before the teardown, which a failed job's launcher may cut short
     } else {
       std::fprintf(stderr, "PE FAILED rank %d: %d checks failed%s\n", rt.rank(), g_pe_failures, how().c_str());
     }
