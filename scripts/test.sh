@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Sets up a fresh machine and runs every test that can run here:
-#   1. the CI build (every .cu file compiled, device code to PTX only: ptxas, three quarters of the
-#      device compile time, runs in step 3 and on the GPU machine) with CTest (GoogleTest, multi-process tests,
-#      install + find_package consumer) and pytest against the build tree;
+#   1. the CI build (every .cu file compiled, device code to PTX only: ptxas, three quarters of
+#      the device compile time, runs in step 3 and on the GPU machine) with CTest (GoogleTest,
+#      multi-process tests, install + find_package consumer) and pytest against the build tree;
 #   2. lint: scripts/lint.sh (pinned clang-format and clang-tidy) against the CI build;
 #   3. the wheel, built once: installed, a smoke test of the package and its `gpucomm` command,
 #      and the C++ consumer project (tests/consumer) built against the installed wheel;
