@@ -238,10 +238,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
       return 2;
     }
-    if (failures == 0) std::printf("PE OK rank %d of %d: %s\n", rt.rank(), rt.size(), scenario.c_str());
-    // Out before the teardown: in a failed job the launcher stops a PE that has not exited after
-    // its grace period, and a line still in the buffer would be lost with it.
-    std::fflush(stdout);
+    if (failures == 0) testing::print_pe_ok(rt.rank(), rt.size(), scenario);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "PE ERROR: %s\n", e.what());
     return 1;

@@ -217,6 +217,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%d checks failed\n", rc + testing::g_pe_failures);
     return 1;
   }
-  std::printf("PE OK\n");
+  testing::print_pe_ok();
   return 0;
 }

@@ -235,7 +235,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
       return 2;
     }
-    if (testing::g_pe_failures == 0) std::printf("PE OK rank %d of %d: %s\n", rt.rank(), rt.size(), scenario.c_str());
+    if (testing::g_pe_failures == 0) testing::print_pe_ok(rt.rank(), rt.size(), scenario);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "PE ERROR: %s\n", e.what());
     return 1;

@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
     Runtime rt;
     it->second(rt, o);
     if (testing::g_pe_failures == 0) {
-      std::printf("PE OK rank %d of %d: %s\n", rt.rank(), rt.size(), argv[1]);
+      testing::print_pe_ok(rt.rank(), rt.size(), argv[1]);
     } else {
       std::fprintf(stderr, "PE FAILED rank %d: %d checks failed (GPUCOMM_TEST_SEED=%llu replays)\n", rt.rank(),
                    testing::g_pe_failures, static_cast<unsigned long long>(msgtest::last_seed()));

@@ -216,8 +216,7 @@ void scenario_trap(Runtime& rt) {
                  text.find("outside 0..15") != std::string::npos && text.find("tag 5") != std::string::npos,
              "check_device: %s", err.what());
   }
-  std::printf("PE OK rank %d of %d: trap\n", rt.rank(), rt.size());
-  std::fflush(stdout);
+  testing::print_pe_ok(rt.rank(), rt.size(), "trap");
   std::_Exit(testing::g_pe_failures == 0 ? 0 : 1);  // the context is gone: no collective teardown
 }
 

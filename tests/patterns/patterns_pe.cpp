@@ -448,6 +448,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%d check(s) failed\n", gpucomm::testing::g_pe_failures);
     return 1;
   }
-  std::printf("PE OK\n");
+  gpucomm::testing::print_pe_ok();
   return 0;
 }

@@ -163,14 +163,19 @@ def test_coll_anchors_report_what_they_cannot_measure(build, tmp_path):
                          capture_output=True, text=True, env={"PYTHONPATH": str(build / "python"), "PATH": "/usr/bin"})
     assert bad.returncode == 2 and "--sizes" in bad.stderr
     from gpucomm.bench.coll import compare_graph_replay
-    ours = {"pes": 2, "results": [{"op": "allreduce", "mode": "graph", "size": s, "time_us": t}
-                                  for s, t in ((8, 0.8), (1024, 3.0))]}
+    # NCCL's allreduce (through torch) is in place: gpucomm's in-place rows are the ones compared,
+    # the out-of-place row of the same size (0.1 us) is not.
+    ours = {"pes": 2, "iters": 10, "results": [
+        {"op": "allreduce", "mode": "graph", "size": s, "placement": p, "time_us": t}
+        for s, p, t in ((8, "in", 0.8), (1024, "in", 3.0), (1024, "out", 0.1))]}
     nccl = {"pes": 1, "results": [{"anchor": "nccl_allreduce", "mode": "graph", "bytes": 1024, "time_us": 2.0},
                                   {"anchor": "nccl_allreduce", "mode": "eager", "bytes": 8, "time_us": 0.1}]}
     line = compare_graph_replay(ours, nccl).splitlines()[0]
-    assert "allreduce, 1024 B" in line and "MISSED" in line and "1.50" in line, line
-    assert "allgather: no size measured by both" in compare_graph_replay(ours, nccl)
-    assert "allreduce: no size" in compare_graph_replay(ours, {"results": []})
+    assert "allreduce (in place), 1024 B, 10 calls per graph" in line and "MISSED" in line and "1.50" in line, line
+    assert "allgather: NCCL not measured" in compare_graph_replay(ours, nccl)
+    nccl["results"].append({"anchor": "nccl_allgather", "mode": "graph", "bytes": 64, "time_us": 1.0})
+    assert "allgather (out of place): no size measured by both" in compare_graph_replay(ours, nccl)
+    assert "allreduce: NCCL not measured" in compare_graph_replay(ours, {"results": []})
 
 
 def test_device_anchors_say_what_is_not_available(tmp_path):

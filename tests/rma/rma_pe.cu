@@ -195,8 +195,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
       return 2;
     }
-    if (failures == 0)
-      std::printf("PE OK rank %d of %d: %s (%s)\n", rt.rank(), rt.size(), scenario.c_str(), rt.describe().c_str());
+    if (failures == 0) testing::print_pe_ok(rt.rank(), rt.size(), scenario + " (" + rt.describe() + ")");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "PE ERROR: %s\n", e.what());
     return 1;

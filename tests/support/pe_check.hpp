@@ -1,7 +1,7 @@
 #pragma once
 // What the multi-process PE programs of the tests share: a CHECK that counts failures and prints
 // them, a seed that is fresh each run (GPUCOMM_TEST_SEED replays one) and different per rank,
-// and a strict parser for their integer arguments.
+// a strict parser for their integer arguments, and the "PE OK" line a PE prints on success.
 #include <unistd.h>
 
 #include <charconv>
@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 
 namespace gpucomm::testing {
 
@@ -35,6 +36,18 @@ inline int64_t arg_int(const char* text, const char* what) {
     std::exit(2);
   }
   return v;
+}
+
+// The success line of a PE ("PE OK rank R of N: WHAT", or "PE OK" after the runtime is gone),
+// flushed at once: in a failed job the launcher stops a PE that has not exited after its grace
+// period, and a line still in stdout's buffer would be lost with it.
+inline void print_pe_ok(int rank, int size, const std::string& what) {
+  std::printf("PE OK rank %d of %d: %s\n", rank, size, what.c_str());
+  std::fflush(stdout);
+}
+inline void print_pe_ok() {
+  std::printf("PE OK\n");
+  std::fflush(stdout);
 }
 
 }  // namespace gpucomm::testing

@@ -27,8 +27,7 @@ inline int run_scenario(const std::string& name, const std::map<std::string, Sce
     Runtime rt;
     it->second(rt);
     if (g_pe_failures == 0) {
-      std::printf("PE OK rank %d of %d: %s\n", rt.rank(), rt.size(), name.c_str());
-      std::fflush(stdout);  // out before the teardown, which a failed job's launcher may cut short
+      print_pe_ok(rt.rank(), rt.size(), name);
     } else {
       std::fprintf(stderr, "PE FAILED rank %d: %d checks failed%s\n", rt.rank(), g_pe_failures, how().c_str());
     }

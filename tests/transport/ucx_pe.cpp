@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
     auto it = scenarios.find(scenario);
     if (it == scenarios.end()) throw std::invalid_argument("unknown scenario '" + scenario + "'");
     it->second(j, arg);
-    if (g_failures == 0) std::printf("PE OK rank %d of %d: %s\n", rt.rank(), rt.size(), scenario.c_str());
+    if (g_failures == 0) gpucomm::testing::print_pe_ok(rt.rank(), rt.size(), scenario);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "PE ERROR: %s\n", e.what());
     ++g_failures;

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from gpucomm._tools import find_tool
 from gpucomm.bench import coll_device_anchors
+from gpucomm.bench.coll_anchors import ANCHOR_PLACEMENT
 from gpucomm.launch import LaunchOptions, launch
 from gpucomm.launch.gpus import visible_gpu_count
 
@@ -132,9 +133,14 @@ def run_anchors(args) -> int:
     this one); then gpucomm's graph replay per allreduce beside NCCL's at the smallest shared size."""
     out = anchors_path(args.json)
     sizes = "8,65536" if args.quick else "8,1024,65536,1048576"
-    cmd = [sys.executable, "-m", "gpucomm.bench.coll_anchors", "--sizes", sizes]
+    # The same calls per sample (per graph) as gpucomm's run: a graph launch's fixed cost is spread
+    # over them, so a different count would bias the per-call comparison.
+    iters = 10 if args.quick else 20
+    if args.json and os.path.exists(args.json):
+        iters = int(json.loads(Path(args.json).read_text()).get("iters", iters))
+    cmd = [sys.executable, "-m", "gpucomm.bench.coll_anchors", "--sizes", sizes, "--iters", str(iters)]
     if args.quick:
-        cmd += ["--iters", "20", "--samples", "10"]
+        cmd += ["--samples", "10"]
     if out:
         cmd += ["--json", out]
     print("gpucomm bench coll: anchors: " + " ".join(cmd[1:]), flush=True)
@@ -147,21 +153,27 @@ def run_anchors(args) -> int:
 
 
 def compare_graph_replay(ours: dict, anchors: dict) -> str:
-    """Lines: gpucomm's graph replay per call against NCCL's (same operation, the smallest size both
-    measured), for allreduce and allgather."""
+    """Lines: gpucomm's graph replay per call against NCCL's (same operation and placement, the
+    smallest size both measured), for allreduce (in place, as torch calls NCCL) and allgather (out of
+    place)."""
     lines = []
     for op in ("allreduce", "allgather"):
+        nccl_rows = [r for r in anchors.get("results", []) if r.get("anchor") == f"nccl_{op}" and r.get("mode") == "graph"]
+        if not nccl_rows:
+            lines.append(f"# graph replay vs NCCL, {op}: NCCL not measured")
+            continue
+        placement = nccl_rows[0].get("placement", ANCHOR_PLACEMENT[f"nccl_{op}"])
+        nccl = {r["bytes"]: r["time_us"] for r in nccl_rows}
         mine = {r["size"]: r["time_us"] for r in ours.get("results", [])
-                if r.get("op") == op and r.get("mode") == "graph"}
-        nccl = {r["bytes"]: r["time_us"] for r in anchors.get("results", [])
-                if r.get("anchor") == f"nccl_{op}" and r.get("mode") == "graph"}
+                if r.get("op") == op and r.get("mode") == "graph" and r.get("placement", placement) == placement}
+        where = "in place" if placement == "in" else "out of place"
         shared = sorted(set(mine) & set(nccl))
         if not shared:
-            lines.append(f"# graph replay vs NCCL, {op}: no size measured by both")
+            lines.append(f"# graph replay vs NCCL, {op} ({where}): no size measured by both")
             continue
         b = shared[0]
         verdict = "met" if mine[b] <= nccl[b] else "MISSED"
-        lines.append(f"# graph replay per {op}, {b} B: gpucomm {mine[b]:.2f} us ({ours.get('pes')} PE(s)) vs NCCL "
-                     f"{nccl[b]:.2f} us ({anchors.get('pes')} rank(s)); target no slower: {verdict} "
-                     f"(ratio {mine[b] / nccl[b]:.2f})")
+        lines.append(f"# graph replay per {op} ({where}), {b} B, {ours.get('iters', '?')} calls per graph: "
+                     f"gpucomm {mine[b]:.2f} us ({ours.get('pes')} PE(s)) vs NCCL {nccl[b]:.2f} us "
+                     f"({anchors.get('pes')} rank(s)); target no slower: {verdict} (ratio {mine[b] / nccl[b]:.2f})")
     return "\n".join(lines)

@@ -57,9 +57,15 @@ def _time_calls(torch, fn, iters: int, samples: int, graph: bool) -> list[float]
     return out
 
 
+# Where each anchor writes its result: torch's all_reduce and two-shot allreduce are in place, its
+# all_gather_into_tensor and one-shot allreduce out of place (gpucomm is compared placement for placement).
+ANCHOR_PLACEMENT = {"nccl_allreduce": "in", "nccl_allgather": "out", "symm_mem_one_shot": "out",
+                    "symm_mem_two_shot": "in"}
+
+
 def _row(name: str, nbytes: int, mode: str, times: list[float]) -> dict:
-    return {"anchor": name, "bytes": nbytes, "mode": mode, "time_us": statistics.median(times),
-            "min_us": min(times), "samples_us": [round(t, 4) for t in times]}
+    return {"anchor": name, "bytes": nbytes, "mode": mode, "placement": ANCHOR_PLACEMENT[name],
+            "time_us": statistics.median(times), "min_us": min(times), "samples_us": [round(t, 4) for t in times]}
 
 
 def measure(sizes: list[int], iters: int, samples: int) -> dict:
