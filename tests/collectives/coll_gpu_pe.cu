@@ -10,6 +10,7 @@
 // drives GPU 0 (PEs time-share one GPU).
 #include <cuda_runtime.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -170,8 +171,20 @@ int scenario_mismatch(Runtime& rt) {
   coll.allreduce(x, x, 64, DataType::f32, RedOp::sum, rt.world(), s, o);
   coll.allreduce(x, x, 64, DataType::f32, me == 1 ? RedOp::max : RedOp::sum, rt.world(), s, o);
   const auto t0 = std::chrono::steady_clock::now();
-  const cudaError_t e = cudaStreamSynchronize(s);
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const auto since = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  // Polled rather than synchronized, so that a kernel still running long after the job failed
+  // says so (the launcher stops this PE a few seconds after the failure).
+  cudaError_t e = cudaStreamQuery(s);
+  for (bool told = false; e == cudaErrorNotReady; e = cudaStreamQuery(s)) {
+    if (!told && since() > 2.0) {
+      told = true;
+      std::printf("rank %d: the kernel still runs %.1f s after the calls; the job %s\n", me, since(),
+                  rt.failed() ? ("failed: " + rt.failure()).c_str() : "has not failed");
+      std::fflush(stdout);
+    }
+    usleep(1000);
+  }
+  const double secs = since();
   std::string msg;
   Errc code = Errc::internal;
   try {
@@ -243,5 +256,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "PE ERROR: %s\n", e.what());
     return 1;
   }
+  if (scenario == "mismatch") std::printf("the runtime is torn down\n");  // how long a failed job's teardown takes
   return failures == 0 ? 0 : 1;
 }

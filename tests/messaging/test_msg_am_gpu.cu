@@ -22,14 +22,18 @@ using namespace msg_checks;
 
 constexpr uint32_t kAsk = 3, kReply = 7;
 constexpr int kPerSender = 40;
+// How long the kernel's blocks watch the counters before they report what is missing (longer than
+// the protocol's own GPUCOMM_TIMEOUT below, so a stuck send reports itself first).
+constexpr uint64_t kWatchLimitNs = 40ull * 1000 * 1000 * 1000;
 // Payload sizes: LL (<= 20 B) and the eager format over several slots.
 __constant__ uint32_t c_am_sizes[4] = {4, 20, 100, 256};
 
 struct AmState {
-  unsigned long long asked;    // kAsk messages handled
-  unsigned long long replied;  // kReply messages handled
-  unsigned long long sum;      // of the kAsk payloads' first words
-  uint32_t reply_word[64];     // per block: the word a handler replies with (global memory)
+  unsigned long long asked;       // kAsk messages handled
+  unsigned long long replied;     // kReply messages handled
+  unsigned long long sum;         // of the kAsk payloads' first words
+  uint32_t reply_word[64];        // per block: the word a handler replies with (global memory)
+  unsigned long long sent_by[8];  // per sender block: requests whose am_request returned
   Report rep;
 };
 
@@ -84,14 +88,20 @@ __global__ void am_kernel(msg::CommHandle comm, AmState* st, char* bufs, int sen
         msg::am_request(c, comm, 0, kAsk, buf, size, h);  // polls while it waits for a credit
         (void)msg::am_poll(c, comm, h);
       }
+      if (coop::thread_rank(c) == 0) atomicAdd(&st->sent_by[b], 1ull);
     }
   }
   // Everyone polls until all asks and replies were handled (the service block does it when
   // launched: the kernel then only watches the counters).
+  const uint64_t start = mem::globaltimer();
   for (;;) {
-    const bool done = mem::load<mem::kDevice>(&st->asked, mem::acquire) >= total &&
-                      mem::load<mem::kDevice>(&st->replied, mem::acquire) >= total;
-    if (done) break;
+    const unsigned long long asked = mem::load<mem::kDevice>(&st->asked, mem::acquire);
+    const unsigned long long replied = mem::load<mem::kDevice>(&st->replied, mem::acquire);
+    if (asked >= total && replied >= total) break;
+    if (mem::globaltimer() - start > kWatchLimitNs) {  // a hang becomes a failure naming the counts
+      if (coop::thread_rank(c) == 0) report(&st->rep, __LINE__, b, -1, asked, replied);
+      break;
+    }
     if (!service) (void)msg::am_poll(c, comm, h);
   }
 }
@@ -122,7 +132,12 @@ void run_level(Runtime& rt, msg::Messenger& m, const msg::Comm& w, bool service,
   CUDA_OK(cudaStreamCreateWithFlags(&ks, cudaStreamNonBlocking));
   CUDA_OK(cudaStreamCreateWithFlags(&ss, cudaStreamNonBlocking));
   const msg::CommHandle h = w.device();
-  if (service) CUDA_OK(msg::launch_am_service(h, Handlers{h, st}, stop, ss));
+  if (service) {
+    // The kernel is loaded before the service block runs: its lazy load would wait for the
+    // service block, which waits for the kernel (msg::load_kernels).
+    CUDA_OK(msg::load_kernels(am_kernel<C>));
+    CUDA_OK(msg::launch_am_service(h, Handlers{h, st}, stop, ss));
+  }
   am_kernel<C><<<senders + 2, threads, 0, ks>>>(h, st, bufs, senders, service);
   CUDA_OK(cudaGetLastError());
   const cudaError_t e = cudaStreamSynchronize(ks);
@@ -135,8 +150,11 @@ void run_level(Runtime& rt, msg::Messenger& m, const msg::Comm& w, bool service,
   unsigned long long want_sum = 0;
   for (int b = 0; b < senders; ++b)
     for (int k = 0; k < kPerSender; ++k) want_sum += static_cast<unsigned long long>(b * 1000 + k);
-  EXPECT_EQ(got.rep.failures, 0u) << "first failure at line " << got.rep.line << ": id " << got.rep.a << " from "
-                                  << got.rep.b << ", byte " << got.rep.x;
+  EXPECT_EQ(got.rep.failures, 0u) << "first failure at line " << got.rep.line << ": a " << got.rep.a << ", b "
+                                  << got.rep.b << ", x " << got.rep.x << ", y " << got.rep.y
+                                  << " (requests returned per sender: " << got.sent_by[0] << ", " << got.sent_by[1]
+                                  << ", " << got.sent_by[2] << "; active messages handled: " << w.counters().active
+                                  << ")";
   EXPECT_EQ(got.asked, total);
   EXPECT_EQ(got.replied, total);
   EXPECT_EQ(got.sum, want_sum);

@@ -176,6 +176,11 @@ def test_coll_anchors_report_what_they_cannot_measure(build, tmp_path):
     nccl["results"].append({"anchor": "nccl_allgather", "mode": "graph", "bytes": 64, "time_us": 1.0})
     assert "allgather (out of place): no size measured by both" in compare_graph_replay(ours, nccl)
     assert "allreduce: NCCL not measured" in compare_graph_replay(ours, {"results": []})
+    # Rows name where the collectives write; the messaging baselines (same helper) have no placement.
+    from gpucomm.bench.coll_anchors import _row
+    assert _row("nccl_allreduce", 8, "graph", [1.0, 2.0, 3.0])["placement"] == "in"
+    assert _row("nccl_allgather", 8, "graph", [1.0])["time_us"] == 1.0
+    assert "placement" not in _row("nccl_sendrecv_rt", 8, "eager", [1.0])
 
 
 def test_device_anchors_say_what_is_not_available(tmp_path):

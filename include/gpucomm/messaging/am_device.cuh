@@ -14,6 +14,7 @@
 //   launch_am_service(comm, handler, stop, s)       one block that polls until *stop != 0 (it also
 //                                                   progresses every other request of the PE)
 //   launch_progress_service(comm, stop, s)          one block that only progresses
+//   load_kernels(k...), load_am_service<Handler>()  load kernels before a service block runs (below)
 //
 // Payloads are at most Config::am_max bytes of global memory. A handler runs with the cooperation
 // level of the poll, outside the progress lock; its payload pointer is valid until it returns.
@@ -178,10 +179,32 @@ __global__ void am_service_kernel(CommHandle comm, Handler handler, const uint32
 
 }  // namespace detail
 
+// Loads kernels now (what cudaFuncGetAttributes does). CUDA loads a kernel's code at its first
+// launch by default (lazy loading), and a load may wait until the kernels already running have
+// finished: a kernel launched for the first time while a service block runs, and that waits on the
+// service block, never starts (the service block waits for its stop word, the load for the service
+// block). So load every kernel that will wait on a service block before launching the service
+// block, and load the service block (load_am_service) before any kernel that waits on it runs;
+// CUDA_MODULE_LOADING=EAGER loads everything at start instead.
+template <class... Kernel>
+inline cudaError_t load_kernels(Kernel*... kernels) {
+  cudaFuncAttributes a{};
+  for (const void* k : {reinterpret_cast<const void*>(kernels)...})
+    if (const cudaError_t e = cudaFuncGetAttributes(&a, k); e != cudaSuccess) return e;
+  return cudaSuccess;
+}
+template <class Handler>
+inline cudaError_t load_am_service() {
+  return load_kernels(detail::am_service_kernel<Handler>);
+}
+inline cudaError_t load_progress_service() {
+  return load_am_service<detail::NoHandler>();
+}
+
 // Launches one block of `threads` on `stream` that handles active messages with `handler` (and
 // progresses the PE) until *stop (device or host-mapped memory) becomes non-zero. It must be
-// resident beside the kernels that wait on it (leave it an SM); it is the only block messaging
-// adds to the callers' own.
+// resident beside the kernels that wait on it (leave it an SM), and those kernels must be loaded
+// before it starts (load_kernels above); it is the only block messaging adds to the callers' own.
 template <class Handler>
 inline cudaError_t launch_am_service(const CommHandle& comm, const Handler& handler, const uint32_t* stop,
                                      cudaStream_t stream, int threads = 128) {

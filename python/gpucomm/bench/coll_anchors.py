@@ -64,8 +64,11 @@ ANCHOR_PLACEMENT = {"nccl_allreduce": "in", "nccl_allgather": "out", "symm_mem_o
 
 
 def _row(name: str, nbytes: int, mode: str, times: list[float]) -> dict:
-    return {"anchor": name, "bytes": nbytes, "mode": mode, "placement": ANCHOR_PLACEMENT[name],
-            "time_us": statistics.median(times), "min_us": min(times), "samples_us": [round(t, 4) for t in times]}
+    row = {"anchor": name, "bytes": nbytes, "mode": mode, "time_us": statistics.median(times), "min_us": min(times),
+           "samples_us": [round(t, 4) for t in times]}
+    if name in ANCHOR_PLACEMENT:  # the collectives (the messaging baselines share this helper)
+        row["placement"] = ANCHOR_PLACEMENT[name]
+    return row
 
 
 def measure(sizes: list[int], iters: int, samples: int) -> dict:
