@@ -25,13 +25,15 @@ function(gpucomm_add_gtest name)
 endfunction()
 
 # gpucomm_add_launch_test(NAME NP n COMMAND prog args [LABELS ...] [LAUNCHER gpucomm|mpirun]
-#                         [EXPECT_FAILURE [FIRST rank] [WITHIN seconds]])
+#                         [EXPECT_FAILURE [FIRST rank] [WITHIN seconds] [SURVIVORS_MAY_STALL]])
 #   Runs a program on n PEs under `gpucomm run` (default) or mpirun. EXPECT_FAILURE: a PE fails the
 #   job on purpose; the test passes when the job ended failed, every PE printed "PE OK", the launcher
 #   named the PE that failed first (FIRST), whose report came first, within WITHIN seconds
-#   (tests/support/expect_failed_job.py).
+#   (tests/support/expect_failed_job.py). SURVIVORS_MAY_STALL: the other PEs may instead be stopped
+#   by the launcher after its grace (PEs time-sharing a GPU, where a kernel beside one that faulted
+#   may stop being scheduled).
 function(gpucomm_add_launch_test name)
-  cmake_parse_arguments(T "EXPECT_FAILURE" "NP;LAUNCHER;TIMEOUT;FIRST;WITHIN" "COMMAND;LABELS;ENV;LAUNCH_ARGS" ${ARGN})
+  cmake_parse_arguments(T "EXPECT_FAILURE;SURVIVORS_MAY_STALL" "NP;LAUNCHER;TIMEOUT;FIRST;WITHIN" "COMMAND;LABELS;ENV;LAUNCH_ARGS" ${ARGN})
   if(NOT T_LAUNCHER)
     set(T_LAUNCHER gpucomm)
   endif()
@@ -53,6 +55,9 @@ function(gpucomm_add_launch_test name)
     endif()
     if(T_WITHIN)
       list(APPEND expect --within ${T_WITHIN})
+    endif()
+    if(T_SURVIVORS_MAY_STALL)
+      list(APPEND expect --survivors-may-stall)
     endif()
     set(cmd ${expect} -- ${cmd})
   endif()

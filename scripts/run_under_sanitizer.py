@@ -33,9 +33,10 @@ SUBSETS = {
                  r"^rma_gpu_api_np1$", r"^rma_gpu_api_np2$", r"^proxy_gpu_api_proxy-cpu_np1$",
                  r"^gpu_init_np1$", r"^gpu_init_np2$", r"^TopologyGpu\.",
                  r"^MsgGpu\.(EveryModeEveryLevel|ProbesCancelProcNullEvents|GraphCaptureOfStreamOrderedCalls)$",
+                 r"^MsgAmGpu\.HandlersAndRepliesEveryLevel$", r"^part_gpu_device_np1$",
                  r"^CollGpu\.(InKernelAtEveryLevelOnOnePe|HostApiMatrixOnOnePe|GridLaunchRefusesBlocksThatCannotBeResident)$"],
     "racecheck": [r"^GpuMatching\.", r"^WarpQueueGpu\.", r"^GpuPe\.DeviceApiEveryLevel$",
-                  r"^MsgGpu\.EveryModeEveryLevel$", r"^CollGpu\.InKernelAtEveryLevelOnOnePe$"],
+                  r"^MsgGpu\.EveryModeEveryLevel$", r"^MsgAmGpu\.HandlersAndRepliesEveryLevel$", r"^CollGpu\.InKernelAtEveryLevelOnOnePe$"],
     "synccheck": [r"^GpuMatching\.", r"^WarpQueueGpu\.", r"^GpuPe\.DeviceApiEveryLevel$",
                   r"^MsgGpu\.EveryModeEveryLevel$", r"^CollGpu\.InKernelAtEveryLevelOnOnePe$"],
 }
@@ -46,6 +47,9 @@ SKIPS = [
     (r"proxy-gpu|_agent_|sm-agent",
      "needs concurrent kernels: the GPU service agent runs beside the producer's kernel, and the tool "
      "serializes kernels"),
+    (r"ServiceBlock",
+     "needs concurrent kernels: the service block runs beside the kernel whose requests it handles, and the "
+     "tool serializes kernels"),
     (r"_np2_shared$",
      "needs concurrent kernels: two PEs share one GPU and their kernels wait for each other"),
     (r"^OrderingGpu\.",

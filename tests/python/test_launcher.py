@@ -92,3 +92,26 @@ def test_help_everywhere(run_gpucomm):
     for args in (["--help"], ["run", "--help"], ["bench", "--help"]):
         r = run_gpucomm(*args)
         assert r.returncode == 0 and "usage:" in r.stdout
+
+
+def test_failed_job_checker_and_stalled_survivors():
+    """tests/support/expect_failed_job.py: every PE must print PE OK, except, with
+    --survivors-may-stall, the PEs other than the one failing first once the launcher said it would
+    stop them (PEs sharing a GPU whose kernels stall beside a faulted one)."""
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "support" / "expect_failed_job.py"
+    spec = importlib.util.spec_from_file_location("expect_failed_job", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    lines = ["[0] [gpucomm 0/2 error] aborting the job: collective allreduce: reduction differs",
+             "gpucomm run: rank 0 failed (rank 0 aborted: reduction differs); the other 1 PE(s) and rank 0 get 5 s "
+             "to exit before they are stopped",
+             "[1] [gpucomm 1/2 error] job failed: rank 0 aborted: reduction differs",
+             "[0] PE OK rank 0 of 2: mismatch"]
+    assert mod.check(lines, 143, 2, 0, 6.0, 40.0) == ["rank 1 printed no 'PE OK' line"]
+    assert mod.check(lines, 143, 2, 0, 6.0, 40.0, survivors_may_stall=True) == []
+    # The PE that failed first must still print its line, and the job must still fail in time.
+    assert "rank 0 printed no 'PE OK' line" in mod.check(lines[:3], 143, 2, 0, 6.0, 40.0, survivors_may_stall=True)
+    assert any("more than 40 s" in p for p in mod.check(lines, 143, 2, 0, 45.0, 40.0, survivors_may_stall=True))
+    assert any("status 0" in p for p in mod.check(lines, 0, 2, 0, 6.0, 40.0, survivors_may_stall=True))

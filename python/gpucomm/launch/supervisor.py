@@ -199,9 +199,12 @@ class Supervisor:
             else f"rank {pe.rank} failed"
         if reported:
             what += f" ({self.failure.text})"
-        others = len(self.running())
-        if others:
-            log(f"{what}; the other {others} PE(s) get {self.kill_grace:g} s to exit before they are stopped")
+        running = self.running()
+        others = sum(1 for p in running if p.rank != pe.rank)
+        if running:
+            # A PE that reported its failure may still be running (its teardown): it gets the grace too.
+            who = f"the other {others} PE(s)" + (" and rank " + str(pe.rank) if others < len(running) else "")
+            log(f"{what}; {who} get {self.kill_grace:g} s to exit before they are stopped")
         else:
             log(what)
 
