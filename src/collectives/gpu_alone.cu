@@ -3,6 +3,7 @@
 // are aligned to; low-precision reductions round-trip every element through f32 (the layer's
 // conversion rules: NaN becomes the canonical NaN), in place or not.
 #include "gpu_launch.hpp"
+#include "gpucomm/base/load_kernels.hpp"
 #include "gpucomm/collectives/numeric.hpp"
 
 namespace gpucomm::coll::detail {
@@ -87,17 +88,9 @@ cudaError_t launch_alone_convert(DataType dt, void* dst, const void* src, uint64
 }
 
 cudaError_t preload_alone() {
-  cudaFuncAttributes a;
-  for (const void* k :
-       {reinterpret_cast<const void*>(copy_kernel<uint4>), reinterpret_cast<const void*>(copy_kernel<uint64_t>),
-        reinterpret_cast<const void*>(copy_kernel<uint32_t>), reinterpret_cast<const void*>(copy_kernel<uint8_t>),
-        reinterpret_cast<const void*>(convert_kernel<DataType::f8e4m3>),
-        reinterpret_cast<const void*>(convert_kernel<DataType::f8e5m2>),
-        reinterpret_cast<const void*>(convert_kernel<DataType::f16>),
-        reinterpret_cast<const void*>(convert_kernel<DataType::bf16>)}) {
-    if (cudaError_t e = cudaFuncGetAttributes(&a, k); e != cudaSuccess) return e;
-  }
-  return cudaSuccess;
+  return load_kernels(copy_kernel<uint4>, copy_kernel<uint64_t>, copy_kernel<uint32_t>, copy_kernel<uint8_t>,
+                      convert_kernel<DataType::f8e4m3>, convert_kernel<DataType::f8e5m2>, convert_kernel<DataType::f16>,
+                      convert_kernel<DataType::bf16>);
 }
 
 }  // namespace gpucomm::coll::detail

@@ -3,6 +3,7 @@
 // with the device backend. The parameters are __grid_constant__, so the backend refers to them in
 // parameter space instead of copying them per thread.
 #include "gpu_launch.hpp"
+#include "gpucomm/base/load_kernels.hpp"
 #include "gpucomm/collectives/collectives_device.cuh"
 
 namespace gpucomm::coll::detail {

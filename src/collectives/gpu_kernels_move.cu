@@ -31,10 +31,9 @@ InlineKernelFn alltoallv_inline_kernel_for(size_t elem) {
 }
 
 cudaError_t preload_move() {
-  cudaFuncAttributes a;
   for (size_t elem : {size_t{1}, size_t{2}, size_t{4}, size_t{8}}) {
-    if (cudaError_t e = cudaFuncGetAttributes(&a, movement_kernel_for(elem)); e != cudaSuccess) return e;
-    if (cudaError_t e = cudaFuncGetAttributes(&a, alltoallv_inline_kernel_for(elem)); e != cudaSuccess) return e;
+    if (cudaError_t e = load_kernels(movement_kernel_for(elem), alltoallv_inline_kernel_for(elem)); e != cudaSuccess)
+      return e;
   }
   return cudaSuccess;
 }

@@ -23,10 +23,9 @@ KernelFn reduction_kernel_float(DataType dt) {
 }
 
 cudaError_t preload_float() {
-  cudaFuncAttributes a;
   for (DataType dt :
        {DataType::f8e4m3, DataType::f8e5m2, DataType::f16, DataType::bf16, DataType::f32, DataType::f64}) {
-    if (cudaError_t e = cudaFuncGetAttributes(&a, reduction_kernel_float(dt)); e != cudaSuccess) return e;
+    if (cudaError_t e = load_kernels(reduction_kernel_float(dt)); e != cudaSuccess) return e;
   }
   return cudaSuccess;
 }

@@ -19,9 +19,8 @@ KernelFn reduction_kernel_int(DataType dt) {
 }
 
 cudaError_t preload_int() {
-  cudaFuncAttributes a;
   for (DataType dt : {DataType::i32, DataType::i64, DataType::u32, DataType::u64}) {
-    if (cudaError_t e = cudaFuncGetAttributes(&a, reduction_kernel_int(dt)); e != cudaSuccess) return e;
+    if (cudaError_t e = load_kernels(reduction_kernel_int(dt)); e != cudaSuccess) return e;
   }
   return cudaSuccess;
 }

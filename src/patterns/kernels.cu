@@ -1,5 +1,6 @@
 // The fused pack-and-put copy and the sync kernel of the pattern layer (kernels.hpp).
 #include "gpucomm/base/handle_device.cuh"
+#include "gpucomm/base/load_kernels.hpp"
 #include "gpucomm/base/ordering_device.cuh"
 #include "gpucomm/device/rma_device.cuh"
 #include "kernels.hpp"
@@ -86,10 +87,7 @@ bool kernels_built() {
 }
 
 cudaError_t preload_kernels() {
-  cudaFuncAttributes a{};
-  cudaError_t e = cudaFuncGetAttributes(&a, fused_copy_kernel);
-  if (e != cudaSuccess) return e;
-  return cudaFuncGetAttributes(&a, sync_kernel);
+  return load_kernels(fused_copy_kernel, sync_kernel);
 }
 
 cudaError_t launch_fused(const FusedBatch& b, int max_blocks, cudaStream_t s) {

@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include "gpu_kernels.hpp"
+#include "gpucomm/base/load_kernels.hpp"
 #include "gpucomm/device/gpucomm_device.cuh"
 
 namespace gpucomm::detail {
@@ -67,12 +68,7 @@ bool gpu_kernels_built() {
 }
 
 cudaError_t preload_kernels() {
-  cudaFuncAttributes a;
-  for (const void* f : {reinterpret_cast<const void*>(copy_kernel), reinterpret_cast<const void*>(signal_kernel),
-                        reinterpret_cast<const void*>(wait_kernel), reinterpret_cast<const void*>(barrier_kernel),
-                        reinterpret_cast<const void*>(atomic_kernel)})
-    if (cudaError_t e = cudaFuncGetAttributes(&a, f); e != cudaSuccess) return e;
-  return cudaSuccess;
+  return load_kernels(copy_kernel, signal_kernel, wait_kernel, barrier_kernel, atomic_kernel);
 }
 
 cudaError_t launch_copy(void* dst, const void* src, size_t bytes, cudaStream_t s) {

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "gpucomm/base/load_kernels.hpp"
 #include "gpucomm/messaging/messaging_device.cuh"
 #include "gpucomm/messaging/protocol_am.hpp"
 
@@ -179,20 +180,12 @@ __global__ void am_service_kernel(CommHandle comm, Handler handler, const uint32
 
 }  // namespace detail
 
-// Loads kernels now (what cudaFuncGetAttributes does). CUDA loads a kernel's code at its first
-// launch by default (lazy loading), and a load may wait until the kernels already running have
-// finished: a kernel launched for the first time while a service block runs, and that waits on the
-// service block, never starts (the service block waits for its stop word, the load for the service
-// block). So load every kernel that will wait on a service block before launching the service
-// block, and load the service block (load_am_service) before any kernel that waits on it runs;
-// CUDA_MODULE_LOADING=EAGER loads everything at start instead.
-template <class... Kernel>
-inline cudaError_t load_kernels(Kernel*... kernels) {
-  cudaFuncAttributes a{};
-  for (const void* k : {reinterpret_cast<const void*>(kernels)...})
-    if (const cudaError_t e = cudaFuncGetAttributes(&a, k); e != cudaSuccess) return e;
-  return cudaSuccess;
-}
+// A kernel launched for the first time while a service block runs, and that waits on the service
+// block, never starts under lazy loading (the service block waits for its stop word, the load for
+// the service block; gpucomm/base/load_kernels.hpp). So load every kernel that will wait on a
+// service block before launching it (load_kernels), and load the service block (load_am_service)
+// before any kernel that waits on it runs.
+using gpucomm::load_kernels;
 template <class Handler>
 inline cudaError_t load_am_service() {
   return load_kernels(detail::am_service_kernel<Handler>);
