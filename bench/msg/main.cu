@@ -11,6 +11,8 @@
 //   rendezvous  rndv_us and put_us at 1, 4, 16 MB (one block each side), rndv_overhead_us
 //   rate        msg_rate (Mmsg/s, release to last completion) and msg_rate_with_posting, 8 B, 8/32/128
 //               sending warps into one receiving warp, modes no_any_source and mpi
+//   depth       the rate window (32 sending warps) with D - 768 further receives posted on tags no
+//               message uses (half ANY_SOURCE in mode mpi), D = 1024 and 4096: msg_rate_depth
 #include <cuda_runtime.h>
 #include <stdlib.h>
 
@@ -40,6 +42,10 @@ namespace {
 constexpr size_t kMaxRndv = size_t(16) << 20;
 constexpr int kRateWindow = 768;
 constexpr uint32_t kRingSlots = 256;
+// Requests and per-communicator posted receives for the depth section (4096 receives posted, the
+// senders' pending sends beside them).
+constexpr uint32_t kRequests = 8192;
+constexpr int kDepths[] = {1024, 4096};
 
 struct Bench : bench::Harness {
   bool quick;
@@ -198,45 +204,78 @@ struct Bench : bench::Harness {
     }
   }
 
+  // One rate point: `senders` warps into the receiving warp, `rounds` windows; samples of the rate
+  // from the release and with the posting of the receives.
+  void rate_point(bool any, int senders, int rounds, Result& del, Result& all, const char* what) {
+    const int per = kRateWindow / senders;
+    const double msgs = static_cast<double>(senders) * per * rounds;
+    for (int t = 0; t <= trials; ++t) {  // trial 0 warms up
+      msg_bench::RateArgs a{any ? mpi : nas, senders,   per,         rounds, any ? 1 : 0, rate_sbuf,
+                            rate_rbuf,       rate_reqs, flags + 128, base,   rate_ns,     fail};
+      timed(1, [&] { msg_bench::k_rate<<<senders + 1, 32, 0, s>>>(a); });
+      base += static_cast<uint64_t>(rounds);
+      check_fail(what);
+      unsigned long long got[2] = {0, 0};
+      ck(cudaMemcpy(got, rate_ns, sizeof got, cudaMemcpyDeviceToHost), "cudaMemcpy");
+      if (t == 0) continue;
+      if (got[1] == 0) throw std::runtime_error(std::string(what) + ": the receiver reported no time");
+      del.samples.push_back(msgs * 1e3 / static_cast<double>(got[1]));
+      all.samples.push_back(msgs * 1e3 / static_cast<double>(got[0] + got[1]));
+    }
+  }
+
+  uint64_t *rate_sbuf = nullptr, *rate_rbuf = nullptr;
+  msg::Request* rate_reqs = nullptr;
+  unsigned long long* rate_ns = nullptr;
+  void rate_buffers() {
+    if (rate_sbuf) return;
+    ck(cudaMalloc(&rate_sbuf, size_t(128) * 16 * sizeof(uint64_t)), "cudaMalloc");
+    ck(cudaMalloc(&rate_rbuf, 1024 * sizeof(uint64_t)), "cudaMalloc");
+    ck(cudaMalloc(&rate_reqs, 1024 * sizeof(msg::Request)), "cudaMalloc");
+    ck(cudaMalloc(&rate_ns, 2 * sizeof(unsigned long long)), "cudaMalloc");
+  }
+
   void rate() {
-    // At most 768 receives posted at once: with a pending send per sender warp (128) they stay
-    // within the request table (1024 by default) and the queue (1024 entries).
+    rate_buffers();
     const int rounds = quick ? 8 : 32;
-    uint64_t *sbuf = nullptr, *rbuf = nullptr;
-    msg::Request* reqs = nullptr;
-    unsigned long long* ns = nullptr;
-    ck(cudaMalloc(&sbuf, size_t(128) * 16 * sizeof(uint64_t)), "cudaMalloc");
-    ck(cudaMalloc(&rbuf, 1024 * sizeof(uint64_t)), "cudaMalloc");
-    ck(cudaMalloc(&reqs, 1024 * sizeof(msg::Request)), "cudaMalloc");
-    ck(cudaMalloc(&ns, 2 * sizeof(unsigned long long)), "cudaMalloc");
     for (int any = 0; any < 2; ++any) {
       const char* mode = any ? "mpi" : "no_any_source";
       for (int senders : {8, 32, 128}) {
-        const int per = kRateWindow / senders;
-        const double msgs = static_cast<double>(senders) * per * rounds;
         Result del{"msg_rate", mode, 8, senders, "Mmsg/s", {}},
             all{"msg_rate_with_posting", mode, 8, senders, "Mmsg/s", {}};
-        for (int t = 0; t <= trials; ++t) {  // trial 0 warms up
-          msg_bench::RateArgs a{any ? mpi : nas, senders, per, rounds, any, sbuf, rbuf, reqs,
-                                flags + 128,     base,    ns,  fail};
-          timed(1, [&] { msg_bench::k_rate<<<senders + 1, 32, 0, s>>>(a); });
-          base += static_cast<uint64_t>(rounds);
-          check_fail(std::string("rate ") + mode + " " + std::to_string(senders) + " senders");
-          unsigned long long got[2] = {0, 0};
-          ck(cudaMemcpy(got, ns, sizeof got, cudaMemcpyDeviceToHost), "cudaMemcpy");
-          if (t == 0) continue;
-          if (got[1] == 0) throw std::runtime_error("rate: the receiver reported no time");
-          del.samples.push_back(msgs * 1e3 / static_cast<double>(got[1]));
-          all.samples.push_back(msgs * 1e3 / static_cast<double>(got[0] + got[1]));
-        }
+        rate_point(any != 0, senders, rounds, del, all,
+                   (std::string("rate ") + mode + " " + std::to_string(senders) + " senders").c_str());
         add(std::move(del));
         add(std::move(all));
       }
     }
-    (void)cudaFree(ns);
-    (void)cudaFree(reqs);
-    (void)cudaFree(rbuf);
-    (void)cudaFree(sbuf);
+  }
+
+  // The rate window (32 sending warps) while D - 768 receives that no message matches are posted.
+  void depth() {
+    rate_buffers();
+    const int rounds = quick ? 8 : 32;
+    uint64_t* idle_buf = nullptr;
+    msg::Request* idle = nullptr;
+    ck(cudaMalloc(&idle_buf, 64), "cudaMalloc");
+    ck(cudaMalloc(&idle, 4096 * sizeof(msg::Request)), "cudaMalloc");
+    for (int any = 0; any < 2; ++any) {
+      const char* mode = any ? "mpi" : "no_any_source";
+      for (int d : kDepths) {
+        const int extra = d - kRateWindow;
+        timed(1, [&] { msg_bench::k_post_idle<<<1, 32, 0, s>>>(any ? mpi : nas, extra, any, 1000, idle_buf, idle); });
+        check_fail("depth: posting the idle receives");
+        Result del{"msg_rate_depth", mode, 8, d, "Mmsg/s", {}},
+            all{"msg_rate_depth_with_posting", mode, 8, d, "Mmsg/s", {}};
+        rate_point(any != 0, 32, rounds, del, all, (std::string("depth ") + mode + " " + std::to_string(d)).c_str());
+        timed(1, [&] { msg_bench::k_cancel_idle<<<1, 32, 0, s>>>(any ? mpi : nas, extra, idle, fail); });
+        check_fail("depth: cancelling the idle receives");
+        add(std::move(del));
+        add(std::move(all));
+      }
+    }
+    (void)cudaFree(idle);
+    (void)cudaFree(idle_buf);
   }
 };
 
@@ -257,7 +296,7 @@ int main(int argc, char** argv) {
     } else if (a == "-h" || a == "--help") {
       std::printf(
           "usage: gpucomm run -n 1 -- gpucomm-bench-msg [--quick] "
-          "[--only floors,pingpong,unexpected,rendezvous,rate,steps] [--json FILE]\n"
+          "[--only floors,pingpong,unexpected,rendezvous,rate,depth,steps] [--json FILE]\n"
           "`gpucomm bench msg` runs each section in a process of its own and prints the targets.\n");
       return 0;
     } else {
@@ -282,6 +321,8 @@ int main(int argc, char** argv) {
     // streams hundreds of messages from one PE into one receiver. Recorded in the JSON.
     msg::MessengerOptions mo{};
     mo.slots = kRingSlots;
+    mo.requests = kRequests;
+    mo.queue = kRequests;
     msg::Messenger m(rt, mo);
     const msg::Comm cm = m.world();
     const msg::Comm cn = m.world(msg::CommOptions{msg::Mode::no_any_source});
@@ -293,12 +334,15 @@ int main(int argc, char** argv) {
       if (wanted("rendezvous")) b.rendezvous();
       if (wanted("steps")) b.steps();
       if (wanted("rate")) b.rate();
+      if (wanted("depth")) b.depth();
     } catch (const std::exception&) {
       m.check_device();  // the messaging layer's record names the wait that failed
       throw;
     }
-    if (!json.empty() && !bench::write_json(json, "gpucomm-bench-msg", GPUCOMM_GIT_COMMIT, cmdline, devices, quick,
-                                            b.results, {}, "\"pes\": 1, \"ring_slots\": " + std::to_string(kRingSlots)))
+    if (!json.empty() &&
+        !bench::write_json(json, "gpucomm-bench-msg", GPUCOMM_GIT_COMMIT, cmdline, devices, quick, b.results, {},
+                           "\"pes\": 1, \"ring_slots\": " + std::to_string(kRingSlots) +
+                               ", \"requests\": " + std::to_string(kRequests)))
       throw std::runtime_error("cannot write " + json);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gpucomm-bench-msg: %s\n", e.what());

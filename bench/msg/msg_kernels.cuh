@@ -198,91 +198,85 @@ __global__ void k_msg_steps(msg::CommHandle comm, uint64_t* lines, int iters, ui
     for (int k = 0; k < 3; ++k) ns[k] = sum[k];
 }
 
-// The protocol's pieces timed one by one in one thread (the leader of a thread-level group), ns
-// summed into ns[0..kPieces): what the calls above are made of.
-inline constexpr int kPieces = 13;
-inline const char* const kPieceNames[kPieces] = {"request_take",   "submit",     "request_give",     "peer_ring",
-                                                 "ticket_fadd",    "slots_free", "write_message_ll", "lock_unlock",
-                                                 "idle_poll",      "round_1msg", "take_submission",  "advance_active",
-                                                 "drain_peer_1msg"};
+// The protocol's pieces timed one by one in one thread (the leader of a thread-level group that
+// holds progress), ns summed into ns[0..kPieces): what the calls above are made of. Per iteration:
+// a receive posted through the fast-post log, the 8-byte send to it (ticket and credit, the LL
+// record), taking progress, one round (the post taken, the message drained, matched and delivered
+// into the holder's registers), parking, and the completion record a waiter of another group polls.
+inline constexpr int kPieces = 14;
+inline const char* const kPieceNames[kPieces] = {
+    "fast_post",  "ticket_credit", "write_ll",   "hold_cas",  "round_1msg", "park_fenced", "idle_round",
+    "park_clean", "record_poll",   "timer_only", "tail_load", "slot_read",  "hold_park",   "take_posts_0"};
 __global__ void k_msg_pieces(msg::CommHandle comm, uint64_t* lines, int iters, unsigned long long* ns) {
   if (threadIdx.x != 0 || blockIdx.x != 0) return;
   const coop::Thread c;
   const msg::StateView& s = comm.state;
-  msg::dev::DeviceBackend b(comm.dev, s);
+  const msg::dev::DeviceBackend b(comm.dev, s);
   unsigned long long sum[kPieces] = {};
   uint64_t* out = lines;
   uint64_t* in = lines + 16;
+  uint64_t sink = 0;
   auto lap = [&](int k, uint64_t& t) {
     const uint64_t now = mem::globaltimer();
     sum[k] += now - t;
     t = now;
   };
   for (int i = 0; i < iters; ++i) {
+    out[0] = static_cast<uint64_t>(i);
     uint64_t t = mem::globaltimer();
-    const int32_t id = msg::proto::request_take(b, s);
+    msg::proto::Started r{};
+    const msg::proto::RecvArgs ra{in, 8, 0, kPing, comm.ctx, static_cast<uint32_t>(comm.mode), nullptr};
+    if (!b.fast_post(c, msg::proto::recv_post(ra, 0), r))
+      r = msg::proto::post_with_slot(b, s, msg::proto::recv_post(ra, 0));
     lap(0, t);
-    msg::proto::submit(b, s,
-                       msg::proto::Submission{static_cast<uint32_t>(id), msg::proto::kSubmitRecv, comm.ctx, 0, kPing,
-                                              reinterpret_cast<char*>(in), 8, nullptr});
-    lap(1, t);
-    // Take it back as the holder would, then free it.
-    while (!b.try_lock()) {
-    }
-    msg::proto::take_submissions(b, c, s);
-    b.unlock();
-    t = mem::globaltimer();
-    msg::CommState& cm = s.comms[comm.ctx];
-    cm.prq_n = 0;  // drop the posted receive again (this kernel owns the PE)
-    msg::proto::request_give(b, s, static_cast<uint32_t>(id));
-    lap(2, t);
-    char* ring = msg::proto::peer_ring(b, s, 0);
-    lap(3, t);
     const uint64_t tk = b.fadd(&s.peers[0].next_ticket, 1, msg::Ord::relaxed);
-    lap(4, t);
     const bool free = msg::proto::slots_free(b, s, 0, tk, 1);
+    lap(1, t);
+    msg::proto::SendArgs a{out, 8, 0, 0, kPing, comm.ctx, comm.rank, 0, nullptr, static_cast<uint32_t>(comm.mode)};
+    const msg::proto::SendPlan p{msg::kWireLL, 1, 0, 0};
+    msg::proto::write_ll(b, c, s, tk, msg::proto::header_of(a, p, 0, 0), out, msg::proto::peer_ring(b, s, 0));
+    lap(2, t);
+    b.fast_release(c);
+    while (!msg::proto::try_hold(b, s, true)) {
+    }
+    lap(3, t);
+    b.set_own(r.id - 1, r.stamp);
+    for (int k = 0; k < 64 && !b.own_ready(); ++k) (void)msg::proto::round(b, c, s);
+    lap(4, t);
+    msg::proto::park(b, s, true);
     lap(5, t);
-    msg::wire::Header h{};
-    h.kind = msg::kWireLL;
-    h.ctx = comm.ctx;
-    h.src = 0;
-    h.tag = kPing;
-    h.bytes = 8;
-    out[0] = static_cast<uint64_t>(i);
-    msg::proto::write_message(b, c, s, tk, h, out, nullptr, 0, ring);
+    const msg::proto::Completion cp = b.own_completion();
+    b.set_own(0xffffffffu, 0);
+    msg::Request q{r.id, r.stamp};
+    (void)msg::proto::finish(b, c, s, q, cp, msg::DiagOp::wait);
+    t = mem::globaltimer();
+    while (!msg::proto::try_hold(b, s, true)) {
+    }
+    (void)msg::proto::round(b, c, s);
     lap(6, t);
-    while (!b.try_lock()) {
-    }
-    b.unlock();
+    msg::proto::park(b, s, false);
     lap(7, t);
-    (void)msg::proto::work_pending(b, c, s);
+    msg::proto::Completion poll{};
+    sink += msg::proto::comp_read(b, s, 0, 0x12345u, poll) ? 1 : 0;
     lap(8, t);
-    // Post a receive for the message just written, then one round delivers it.
-    msg::Request r = msg::irecv(c, comm, in, 8, 0, kPing);
-    t = mem::globaltimer();
-    while (!b.try_lock()) {
-    }
-    msg::proto::round(b, c, s, -1);
-    b.unlock();
-    lap(9, t);
-    (void)msg::wait(c, comm, r);
-    // The round's parts, on the next message.
-    out[0] = static_cast<uint64_t>(i);
-    msg::send(c, comm, out, 8, 0, kPing);
-    r = msg::irecv(c, comm, in, 8, 0, kPing);
-    while (!b.try_lock()) {
-    }
-    t = mem::globaltimer();
-    msg::proto::take_submissions(b, c, s);
+    lap(9, t);  // a lap with nothing in it: the timer's own cost
+    sink += b.ld(&s.ctl->post_tail, msg::Ord::relaxed);
     lap(10, t);
-    msg::proto::advance_active(b, c, s, -1);
+    sink += msg::proto::read_slot(b, s, 0, tk + 1).ok;
     lap(11, t);
-    msg::proto::drain_peer(b, c, s, 0);
+    while (!msg::proto::try_hold(b, s, true)) {
+    }
+    msg::proto::park(b, s, false);
     lap(12, t);
-    b.unlock();
-    (void)msg::wait(c, comm, r);
+    while (!msg::proto::try_hold(b, s, true)) {
+    }
+    t = mem::globaltimer();
+    sink += msg::proto::take_posts(b, s) ? 1 : 0;
+    lap(13, t);
+    msg::proto::park(b, s, false);
     if (!free) break;
   }
+  if (sink == 0xfeedfacecafebeefull) ns[kPieces] = sink;
   for (int k = 0; k < kPieces; ++k) ns[k] = sum[k];
 }
 
@@ -369,6 +363,31 @@ __global__ void k_rate(RateArgs a) {
     a.ns[0] = posting;
     a.ns[1] = delivery;
   }
+}
+
+// The depth section's idle receives: one warp posts `n` receives on tags no message uses (tag_base
+// upward), every other one with ANY_SOURCE when `any_half`; then hands the fast-post role back
+// (the kernel ends without a wait). k_cancel_idle cancels and completes them.
+__global__ void k_post_idle(msg::CommHandle comm, int n, int any_half, int tag_base, uint64_t* buf,
+                            msg::Request* reqs) {
+  const coop::Warp c;
+  if (threadIdx.x >= 32) return;
+  for (int j = 0; j < n; ++j) {
+    const int src = any_half && (j & 1) ? msg::kAnySource : 0;
+    reqs[j] = msg::irecv(c, comm, buf, 8, src, tag_base + j);
+  }
+  msg::release_progress(c, comm);
+}
+__global__ void k_cancel_idle(msg::CommHandle comm, int n, msg::Request* reqs, Fail* f) {
+  const coop::Warp c;
+  if (threadIdx.x >= 32) return;
+  for (int j = 0; j < n; ++j) {
+    msg::cancel(c, comm, reqs[j]);
+    const msg::Status st = msg::wait(c, comm, reqs[j]);
+    if (leader(c) && st.error != msg::kErrCancelled)
+      record_bad(f, static_cast<uint64_t>(j), msg::kErrCancelled, st.error);
+  }
+  msg::release_progress(c, comm);
 }
 
 }  // namespace msg_bench

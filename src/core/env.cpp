@@ -140,11 +140,14 @@ constexpr Variable kVariables[] = {
     {"GPUCOMM_MSG_STAGING_PAIRS", "4",
      "Messaging: staging pairs (two chunks each) per PE for rendezvous sends from buffers outside the symmetric "
      "heap (1 to 64)."},
-    {"GPUCOMM_MSG_REQUESTS", "1024", "Messaging: requests in flight per PE (a multiple of 64)."},
+    {"GPUCOMM_MSG_REQUESTS", "1024", "Messaging: requests in flight per PE (a multiple of 64, at most 65472)."},
     {"GPUCOMM_MSG_UNEXPECTED", "4096",
-     "Messaging: messages per PE that may wait for their receive (a multiple of 64)."},
+     "Messaging: messages per PE that may wait for their receive (a multiple of 64, at most 65472)."},
     {"GPUCOMM_MSG_QUEUE", "1024",
-     "Messaging: entries of each communicator's unexpected-message and posted-receive queues (at most 2048)."},
+     "Messaging: most unexpected messages, and most posted receives, of one communicator (at most 65536)."},
+    {"GPUCOMM_MSG_STEAL_US", "20",
+     "Messaging: microseconds a group waits for a parked progress holder (a block busy computing, or whose kernel "
+     "exited) before it takes progress over."},
     {"GPUCOMM_MSG_AM_PER_SENDER", "4",
      "Messaging: active messages of one sender a receiver parks for their handlers (1 to 32): the sender's request "
      "credits there, and as many answers reserved."},

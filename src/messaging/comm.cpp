@@ -112,6 +112,7 @@ detail::Op send_op(const Comm::State& s, const void* buf, size_t bytes, int dest
   op.rank = dest;
   op.tag = tag;
   op.src = s.team.rank();
+  op.mode = static_cast<uint32_t>(s.mode);
   op.buf = const_cast<void*>(buf);
   op.bytes = bytes;
   op.event = event;
@@ -124,6 +125,7 @@ detail::Op recv_op(const Comm::State& s, void* buf, size_t bytes, int source, in
   op.ctx = s.ctx;
   op.rank = source;
   op.tag = tag;
+  op.mode = static_cast<uint32_t>(s.mode);
   op.buf = buf;
   op.bytes = bytes;
   op.event = event;
@@ -132,7 +134,7 @@ detail::Op recv_op(const Comm::State& s, void* buf, size_t bytes, int source, in
 
 // GPU PEs: one operation as a kernel on the Messenger's stream (waited for when `wait`); returns
 // its result word and, when `st` is given, its status.
-uint32_t run_one(Messenger::Impl& m, detail::Op op, bool wait, Status* st, const char* name) {
+uint64_t run_one(Messenger::Impl& m, detail::Op op, bool wait, Status* st, const char* name) {
   detail::OpList l{};
   l.n = 1;
   l.wait = wait ? 1u : 0u;
@@ -153,6 +155,35 @@ void need_device_buffer(const Messenger::Impl& m, const void* buf, size_t bytes,
   }
 }
 
+// A send on a host-memory PE (the host backend): `blocking` waits for ring credits itself.
+Request start_send_host(Comm::State& s, const void* buf, size_t bytes, int dest, int tag, const Event* event,
+                        bool blocking, const char* op) {
+  Messenger::Impl& m = s.m->impl();
+  if (dest == kProcNull) {
+    if (event) m.on_host(op, [&](detail::HostBackend& b) { return b.fadd(event->counter, 1, Ord::release); });
+    return Request{Request::kProcNull, 0};
+  }
+  const proto::SendArgs a{buf,
+                          bytes,
+                          s.team.world_rank(dest),
+                          dest,
+                          tag,
+                          s.ctx,
+                          s.team.rank(),
+                          0,
+                          counter_of(event),
+                          static_cast<uint32_t>(s.mode)};
+  const proto::Started r =
+      m.on_host(op, [&](detail::HostBackend& b) { return proto::send_start(b, coop::Thread{}, m.view, a, blocking); });
+  if (r.error == static_cast<uint32_t>(DiagKind::timeout)) {
+    raise(Errc::timeout, op,
+          "rank " + std::to_string(m.rt.rank()) + " waited for ring credits at rank " + std::to_string(dest) +
+              " (world PE " + std::to_string(a.pe) + "): its receiver drained nothing; timed out (GPUCOMM_TIMEOUT)");
+  }
+  if (r.error) table_full(m, DiagOp::isend);
+  return Request{r.id, r.stamp};
+}
+
 }  // namespace
 
 Request Comm::isend(const void* buf, size_t bytes, int dest, int tag, const Event* event) {
@@ -163,20 +194,12 @@ Request Comm::isend(const void* buf, size_t bytes, int dest, int tag, const Even
   Messenger::Impl& m = s.m->impl();
   if (m.gpu) {
     need_device_buffer(m, buf, bytes, op);
-    if (dest == kProcNull) return Request{Request::kProcNull};
-    const uint32_t id = run_one(m, send_op(s, buf, bytes, dest, tag, counter_of(event)), false, nullptr, op);
-    if (id == 0) table_full(m, DiagOp::isend);
-    return Request{id};
+    if (dest == kProcNull) return Request{Request::kProcNull, 0};
+    const uint64_t v = run_one(m, send_op(s, buf, bytes, dest, tag, counter_of(event)), false, nullptr, op);
+    if (static_cast<uint32_t>(v) == 0) table_full(m, DiagOp::isend);
+    return Request{static_cast<uint32_t>(v), static_cast<uint32_t>(v >> 32)};
   }
-  if (dest == kProcNull) {
-    if (event) m.on_host(op, [&](detail::HostBackend& b) { return b.fadd(event->counter, 1, Ord::release); });
-    return Request{Request::kProcNull};
-  }
-  const proto::SendArgs a{buf, bytes, s.team.world_rank(dest), dest, tag, s.ctx, s.team.rank(), 0, counter_of(event)};
-  const proto::Started r = m.on_host(
-      op, [&](detail::HostBackend& b) { return proto::send_start(b, coop::Thread{}, m.view, m.view.comms[s.ctx], a); });
-  if (r.error) table_full(m, DiagOp::isend);
-  return Request{r.id};
+  return start_send_host(s, buf, bytes, dest, tag, event, false, op);
 }
 
 namespace {
@@ -220,12 +243,12 @@ void am_send_host(Comm::State& s, int dest, uint32_t id, const void* payload, si
       }
     }
   }
-  const proto::SendArgs a{payload, bytes,         pe,          dest,   static_cast<int32_t>(id | flags),
-                          s.ctx,   s.team.rank(), kWireActive, nullptr};
+  const proto::SendArgs a{payload, bytes,         pe,          dest,    static_cast<int32_t>(id | flags),
+                          s.ctx,   s.team.rank(), kWireActive, nullptr, static_cast<uint32_t>(s.mode)};
   m.on_host(op, [&](detail::HostBackend& b) {
-    const proto::Started r = proto::send_start(b, coop::Thread{}, m.view, m.view.comms[s.ctx], a);
+    const proto::Started r = proto::send_start(b, coop::Thread{}, m.view, a, false);
     if (r.error) table_full(m, DiagOp::am_send);
-    Request q{r.id};
+    Request q{r.id, r.stamp};
     return proto::wait(b, coop::Thread{}, m.view, q, DiagOp::am_send);
   });
 }
@@ -268,7 +291,8 @@ void Comm::send(const void* buf, size_t bytes, int dest, int tag) {
     run_one(m, send_op(s, m.device_view(buf, bytes, true, op, "buf"), bytes, dest, tag, nullptr), true, nullptr, op);
     return;
   }
-  Request r = isend(buf, bytes, dest, tag);
+  check_send_args("msg::send", s.team.size(), dest, tag, buf, bytes);
+  Request r = start_send_host(s, buf, bytes, dest, tag, nullptr, true, "msg::send");
   m.on_host("msg::send",
             [&](detail::HostBackend& b) { return proto::wait(b, coop::Thread{}, m.view, r, DiagOp::send); });
 }
@@ -281,16 +305,16 @@ Request Comm::irecv(void* buf, size_t bytes, int source, int tag, const Event* e
   Messenger::Impl& m = s.m->impl();
   if (m.gpu) {
     need_device_buffer(m, buf, bytes, op);
-    if (source == kProcNull) return Request{Request::kProcNull};
-    const uint32_t id = run_one(m, recv_op(s, buf, bytes, source, tag, counter_of(event)), false, nullptr, op);
-    if (id == 0) table_full(m, DiagOp::irecv);
-    return Request{id};
+    if (source == kProcNull) return Request{Request::kProcNull, 0};
+    const uint64_t v = run_one(m, recv_op(s, buf, bytes, source, tag, counter_of(event)), false, nullptr, op);
+    if (static_cast<uint32_t>(v) == 0) table_full(m, DiagOp::irecv);
+    return Request{static_cast<uint32_t>(v), static_cast<uint32_t>(v >> 32)};
   }
-  const proto::RecvArgs a{buf, bytes, source, tag, s.ctx, 0, counter_of(event)};
+  const proto::RecvArgs a{buf, bytes, source, tag, s.ctx, static_cast<uint32_t>(s.mode), counter_of(event)};
   const proto::Started r =
       m.on_host(op, [&](detail::HostBackend& b) { return proto::recv_start(b, coop::Thread{}, m.view, a); });
   if (r.error) table_full(m, DiagOp::irecv);
-  return Request{r.id};
+  return Request{r.id, r.stamp};
 }
 
 Status Comm::recv(void* buf, size_t bytes, int source, int tag) {
@@ -381,12 +405,14 @@ bool Comm::improbe(int source, int tag, Message* msg, Status* status) {
     o.ctx = s.ctx;
     o.rank = source;
     o.tag = tag;
-    const uint32_t r = run_one(m, o, false, &st, op);
+    o.mode = static_cast<uint32_t>(s.mode);
+    const auto r = static_cast<uint32_t>(run_one(m, o, false, &st, op));
     found = r != 0;
     id = r;
   } else {
     found = m.on_host(op, [&](detail::HostBackend& b) {
-      return proto::iprobe(b, coop::Thread{}, m.view, m.view.comms[s.ctx], source, tag, st, msg != nullptr, &id);
+      return proto::probe_any(b, coop::Thread{}, m.view, s.ctx, static_cast<uint32_t>(s.mode), source, tag,
+                              msg != nullptr, false, st, &id, msg ? DiagOp::mprobe : DiagOp::probe);
     });
   }
   if (found) {
@@ -442,19 +468,20 @@ Request Comm::imrecv(void* buf, size_t bytes, Message& msg, const Event* event) 
   msg.id = 0;
   if (m.gpu) {
     need_device_buffer(m, buf, bytes, op);
-    if (id == Message::kProcNull) return Request{Request::kProcNull};
+    if (id == Message::kProcNull) return Request{Request::kProcNull, 0};
     detail::Op o = recv_op(s, buf, bytes, kAnySource, kAnyTag, counter_of(event));
     o.kind = detail::OpKind::mrecv;
     o.request = id;
-    const uint32_t r = run_one(m, o, false, nullptr, op);
-    if (r == 0) table_full(m, DiagOp::mrecv);
-    return Request{r};
+    const uint64_t v = run_one(m, o, false, nullptr, op);
+    if (static_cast<uint32_t>(v) == 0) table_full(m, DiagOp::mrecv);
+    return Request{static_cast<uint32_t>(v), static_cast<uint32_t>(v >> 32)};
   }
   const proto::Started r = m.on_host(op, [&](detail::HostBackend& b) {
-    return proto::mrecv_start(b, coop::Thread{}, m.view, m.view.comms[s.ctx], id, buf, bytes, counter_of(event));
+    return proto::mrecv_start(b, coop::Thread{}, m.view, s.ctx, static_cast<uint32_t>(s.mode), id, buf, bytes,
+                              counter_of(event));
   });
   if (r.error) table_full(m, DiagOp::mrecv);
-  return Request{r.id};
+  return Request{r.id, r.stamp};
 }
 
 Status Comm::mrecv(void* buf, size_t bytes, Message& msg) {

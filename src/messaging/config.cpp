@@ -1,5 +1,6 @@
 #include "config.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "gpucomm/core/env.hpp"
@@ -24,6 +25,12 @@ uint64_t pick(uint64_t opt, bool opt_set, const char* var, int64_t fallback, uin
   return static_cast<uint64_t>(v);
 }
 
+uint32_t next_pow2(uint64_t v) {
+  uint64_t p = 1;
+  while (p < v) p <<= 1;
+  return static_cast<uint32_t>(p);
+}
+
 size_t align_up(size_t v, size_t a) {
   return (v + a - 1) / a * a;
 }
@@ -39,11 +46,11 @@ Config make_config(const MessengerOptions& o, int npes, int rank) {
   c.slots = static_cast<uint32_t>(pick(o.slots, o.slots != 0, "GPUCOMM_MSG_SLOTS", 16, 2, 4096, "slots"));
   c.pool_slots = static_cast<uint32_t>(pick(static_cast<uint64_t>(o.pool_slots < 0 ? 0 : o.pool_slots),
                                             o.pool_slots >= 0, "GPUCOMM_MSG_POOL_SLOTS", 4, 0, 64, "pool_slots"));
-  c.requests =
-      static_cast<uint32_t>(pick(o.requests, o.requests != 0, "GPUCOMM_MSG_REQUESTS", 1024, 64, 1 << 20, "requests"));
+  c.requests = static_cast<uint32_t>(
+      pick(o.requests, o.requests != 0, "GPUCOMM_MSG_REQUESTS", 1024, 64, kMaxRequests, "requests"));
   c.unexpected = static_cast<uint32_t>(
-      pick(o.unexpected, o.unexpected != 0, "GPUCOMM_MSG_UNEXPECTED", 4096, 64, 1 << 22, "unexpected"));
-  c.queue_cap = static_cast<uint32_t>(pick(o.queue, o.queue != 0, "GPUCOMM_MSG_QUEUE", 1024, 1, 2048, "queue"));
+      pick(o.unexpected, o.unexpected != 0, "GPUCOMM_MSG_UNEXPECTED", 4096, 64, kMaxUnexpected, "unexpected"));
+  c.queue_cap = static_cast<uint32_t>(pick(o.queue, o.queue != 0, "GPUCOMM_MSG_QUEUE", 1024, 1, 65536, "queue"));
   c.staging_pairs = static_cast<uint32_t>(
       pick(o.staging_pairs, o.staging_pairs != 0, "GPUCOMM_MSG_STAGING_PAIRS", 4, 1, 64, "staging_pairs"));
   c.chunk_bytes =
@@ -67,6 +74,13 @@ Config make_config(const MessengerOptions& o, int npes, int rank) {
   need(c.chunk_bytes % 16 == 0, "chunk_bytes (GPUCOMM_MSG_CHUNK)",
        std::to_string(c.chunk_bytes) + " is not a multiple of 16");
   need(npes < (1 << 23), "the number of PEs", std::to_string(npes) + " exceeds the wire format's 2^23 ranks");
+  c.steal_ns = pick(0, false, "GPUCOMM_MSG_STEAL_US", 20, 1, 10000000, "steal") * 1000;
+  // Derived sizes: the post logs hold every request (a power of two), the key table twice the
+  // keys the receives and unexpected messages can have at once (it refuses new keys at 3/4 full),
+  // the bins one chunk per receive and a bin's partial chunks.
+  c.posts = next_pow2(c.requests);
+  c.keys = next_pow2(std::max<uint64_t>(256, uint64_t(c.requests) + c.unexpected));
+  c.bin_chunks = c.requests + c.requests / 8 + 1;
   return c;
 }
 
@@ -109,9 +123,15 @@ LocalLayout local_layout(const Config& c) {
   take(l.pool, n * c.pool_slots * c.eager_max);
   take(l.reqs, size_t(c.requests) * sizeof(Req));
   take(l.req_bits, size_t(c.requests) / 8);
+  take(l.comps, size_t(c.requests) * kCompWords * sizeof(uint64_t));
   take(l.unexp, size_t(c.unexpected) * sizeof(Unexp));
   take(l.unexp_bits, size_t(c.unexpected) / 8);
-  take(l.submit, size_t(c.requests) * kSubmitWords * sizeof(uint64_t));
+  take(l.umq_links, size_t(c.unexpected) * 8 * sizeof(uint16_t));
+  take(l.posts, size_t(c.posts) * kPostWords * sizeof(uint64_t));
+  take(l.fast, size_t(c.posts) * kFastWords * sizeof(uint64_t));
+  take(l.home, size_t(home_map(c).total) * sizeof(uint64_t));
+  take(l.bins, size_t(c.bin_chunks) * kBinEntries * sizeof(BinEntry));
+  take(l.bin_next, size_t(c.bin_chunks) * sizeof(uint32_t));
   take(l.active, size_t(c.requests) * sizeof(uint32_t));
   take(l.comms, kMaxComms * sizeof(CommState));
   const size_t am_entries = n * 2 * c.am_per_sender;
@@ -129,6 +149,7 @@ StateView carve(const Config& c, char* heap, char* local) {
   const LocalLayout l = local_layout(c);
   StateView s{};
   s.cfg = c;
+  s.hm = home_map(c);
   s.rings = heap + h.rings;
   s.credits = reinterpret_cast<uint64_t*>(heap + h.credits);
   s.req_words = reinterpret_cast<uint64_t*>(heap + h.req_words);
@@ -138,9 +159,15 @@ StateView carve(const Config& c, char* heap, char* local) {
   s.pool = local + l.pool;
   s.reqs = reinterpret_cast<Req*>(local + l.reqs);
   s.req_bits = reinterpret_cast<uint64_t*>(local + l.req_bits);
+  s.comps = reinterpret_cast<uint64_t*>(local + l.comps);
   s.unexp = reinterpret_cast<Unexp*>(local + l.unexp);
   s.unexp_bits = reinterpret_cast<uint64_t*>(local + l.unexp_bits);
-  s.submit = reinterpret_cast<uint64_t*>(local + l.submit);
+  s.umq_links = reinterpret_cast<uint16_t*>(local + l.umq_links);
+  s.posts = reinterpret_cast<uint64_t*>(local + l.posts);
+  s.fast = reinterpret_cast<uint64_t*>(local + l.fast);
+  s.home = reinterpret_cast<uint64_t*>(local + l.home);
+  s.bins = reinterpret_cast<BinEntry*>(local + l.bins);
+  s.bin_next = reinterpret_cast<uint32_t*>(local + l.bin_next);
   s.active = reinterpret_cast<uint32_t*>(local + l.active);
   s.comms = reinterpret_cast<CommState*>(local + l.comms);
   s.am = local + l.am;
@@ -149,6 +176,11 @@ StateView carve(const Config& c, char* heap, char* local) {
   s.ctl = reinterpret_cast<Control*>(local + l.ctl);
   s.diag = reinterpret_cast<Diag*>(local + l.diag);
   return s;
+}
+
+void init_bins(const Config& c, uint32_t* bin_next, uint64_t* chunk_free) {
+  for (uint32_t i = 0; i < c.bin_chunks; ++i) bin_next[i] = i + 1 < c.bin_chunks ? i + 2 : 0;
+  *chunk_free = 1;
 }
 
 }  // namespace gpucomm::msg::detail

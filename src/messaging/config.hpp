@@ -20,7 +20,8 @@ struct HeapLayout {
   size_t rings, credits, req_words, am_credits, staging, total;
 };
 struct LocalLayout {
-  size_t peers, pool, reqs, req_bits, unexp, unexp_bits, submit, active, comms, am, am_bits, am_fifo, ctl, diag, total;
+  size_t peers, pool, reqs, req_bits, comps, unexp, unexp_bits, umq_links, posts, fast, home, bins, bin_next, active,
+      comms, am, am_bits, am_fifo, ctl, diag, total;
 };
 HeapLayout heap_layout(const Config& c);
 LocalLayout local_layout(const Config& c);
@@ -28,5 +29,8 @@ LocalLayout local_layout(const Config& c);
 // The StateView of regions at `heap` (this PE's symmetric address) and `local`; the failure record
 // is in `local` too (GPU PEs move it to host-mapped memory afterwards).
 StateView carve(const Config& c, char* heap, char* local);
+// The initial contents of the bin chunks' free list (every chunk free, in order): bin_next and the
+// holder word home::kChunkFree.
+void init_bins(const Config& c, uint32_t* bin_next, uint64_t* chunk_free);
 
 }  // namespace gpucomm::msg::detail

@@ -68,6 +68,8 @@ const char* state_name(uint32_t s) {
       return "receive fetching staged chunks";
     case kReqDone:
       return "complete";
+    case kReqProbe:
+      return "probe waiting for a matching message";
     default:
       return "free";
   }
@@ -162,12 +164,15 @@ std::string describe(const Diag& d, const Config& c) {
       return s;
     }
     case DiagKind::truncated:
-      return who + " on " + comm_text(d) + ": " + request_text(d) + ": the message is longer than the " +
-             std::to_string(d.bytes) +
-             "-byte receive buffer (truncated; create the communicator with errors_return "
-             "to get it in Status.error instead)";
+      return who + " on " + comm_text(d) + ": the message from rank " + rank_text(d.rank) + ", tag " + tag_text(d.tag) +
+             " has " + std::to_string(d.sent_bytes) + " bytes, more than the " + std::to_string(d.value) +
+             "-byte receive buffer (truncated to its size; create the communicator with errors_return to get "
+             "it in Status.error instead)";
     case DiagKind::peer_failure:
-      return who + " on " + comm_text(d) + ": " + request_text(d) + ": the job failed while waiting";
+      return who + " on " + comm_text(d) + ": " +
+             (d.req_state != 0 ? request_text(d)
+                               : "receive from rank " + rank_text(d.rank) + ", tag " + tag_text(d.tag)) +
+             ": the job failed while waiting";
     case DiagKind::resource:
       return who + ": " +
              (d.arg == static_cast<uint32_t>(DiagArg::request)
@@ -191,6 +196,11 @@ std::string describe(const Diag& d, const Config& c) {
           return who + ": PE " + std::to_string(d.peer) + " sent an active message (tag " +
                  hex(static_cast<uint32_t>(d.tag)) + ") while all " + std::to_string(d.limit) +
                  " entries it may use here were taken (the PEs disagree on GPUCOMM_MSG_AM_PER_SENDER?)";
+        case ProtocolFault::no_unexpected:
+          return who + " on " + comm_text(d) + ": a message from rank " + rank_text(d.rank) + " (PE " +
+                 std::to_string(d.peer) + ", tag " + tag_text(d.tag) + ", " + std::to_string(d.bytes) +
+                 " bytes) found no posted receive, which the communicator's mode no_unexpected asserted away "
+                 "(post receives before their messages can arrive, or use mode mpi)";
         case ProtocolFault::none:
           break;
       }

@@ -13,7 +13,7 @@ __global__ void __launch_bounds__(kThreads) ops_kernel(DeviceHandle h, StateView
   // Earlier stream work (copies, kernels) is complete; this fence puts its writes ahead of what
   // the block publishes.
   mem::fence<mem::kSystem>(mem::seq_cst);
-  run_ops(dev::DeviceBackend(h, sv), coop::Block{}, sv, list);
+  run_ops(dev::DeviceBackend(h, sv, false), coop::Block{}, sv, list);
   // Statuses and received data are visible to later stream work and to the host.
   mem::fence<mem::kSystem>(mem::acq_rel);
 }

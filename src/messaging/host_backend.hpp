@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -15,7 +16,8 @@
 #include "diag.hpp"
 #include "gpucomm/base/coop.cuh"
 #include "gpucomm/messaging/layout.hpp"
-#include "gpucomm/messaging/seq_match.hpp"
+#include "gpucomm/messaging/protocol_alloc.hpp"
+#include "gpucomm/messaging/protocol_send.hpp"
 #include "gpucomm/runtime/runtime.hpp"
 
 namespace gpucomm::msg::detail {
@@ -43,12 +45,12 @@ constexpr std::memory_order store_order(Ord o) {
 class HostBackend {
  public:
   // `direct[pe]`: pe's heap as mapped here when the route to it is direct, else nullptr.
-  HostBackend(Runtime& rt, const Config& cfg, const std::vector<char*>& direct, uint64_t* lock_word,
+  HostBackend(Runtime& rt, const Config& cfg, const std::vector<char*>& direct, const StateView& view,
               uint64_t timeout_ns)
       : rt_(&rt),
         cfg_(&cfg),
         direct_(&direct),
-        lock_(lock_word),
+        view_(&view),
         heap_base_(rt.heap().base()),
         heap_size_(rt.heap().size()),
         timeout_ns_(timeout_ns) {}
@@ -91,6 +93,15 @@ class HostBackend {
     return std::atomic_ref<uint64_t>(*p).compare_exchange_weak(expected, desired, host_order(o), load_order(o));
   }
   static uint64_t ld_sys(const uint64_t* p, Ord o) { return ld(p, o); }
+  static void st2(uint64_t* p, uint64_t a, uint64_t b) {
+    st(p, a, Ord::relaxed);
+    st(p + 1, b, Ord::relaxed);
+  }
+  static void ld2(const uint64_t* p, uint64_t& a, uint64_t& b) {
+    a = ld(p, Ord::relaxed);
+    b = ld(p + 1, Ord::relaxed);
+  }
+  static void ld2_sys(const uint64_t* p, uint64_t& a, uint64_t& b) { ld2(p, a, b); }
   static void st_sys(uint64_t* p, uint64_t v, Ord o) { st(p, v, o); }
   static void st_to(int32_t, uint64_t* p, uint64_t v, Ord o) { st(p, v, o); }
   static void count(uint64_t* p, uint64_t v) { std::atomic_ref<uint64_t>(*p).fetch_add(v, std::memory_order_relaxed); }
@@ -121,37 +132,60 @@ class HostBackend {
   uint64_t heap_offset(const void* p) const { return static_cast<uint64_t>(static_cast<const char*>(p) - heap_base_); }
   char* heap_base() const { return heap_base_; }
 
-  // ---- matching: the sequential matcher ----
-  static int32_t match_message(coop::Thread, CommState& cm, const matching::Envelope& e) {
-    return seq::match_message(cm.prq, &cm.prq_n, cm.umq, &cm.umq_n, e);
-  }
-  static int32_t match_receive(coop::Thread, CommState& cm, const matching::Envelope& e) {
-    return seq::match_receive(cm.umq, &cm.umq_n, cm.prq, &cm.prq_n, e);
+  // Request slots: a grab starts at a word picked by the calling thread.
+  static uint32_t slot_hint() {
+    return static_cast<uint32_t>(std::hash<std::thread::id>{}(std::this_thread::get_id()));
   }
 
-  // ---- progress lock (the holder is remembered per thread, so an error can release it) ----
-  bool try_lock() const {
-    uint64_t free = 0;
-    if (!std::atomic_ref<uint64_t>(*lock_).compare_exchange_strong(free, 1, std::memory_order_acquire,
-                                                                   std::memory_order_relaxed))
-      return false;
-    held_ = lock_;
-    return true;
+  // ---- the holder's words: plain accesses (only the holder touches them; taking and parking
+  // progress order them) ----
+  uint64_t hw(uint32_t i) const { return view_->home[i]; }
+  void set_hw(uint32_t i, uint64_t v) const { view_->home[i] = v; }
+  uint64_t hw_peek(uint32_t i) const { return hw(i); }
+  uint64_t kw(uint32_t slot, uint32_t w) const { return view_->home[view_->hm.keys + slot * home::kKeyWords + w]; }
+  void set_kw(uint32_t slot, uint32_t w, uint64_t v) const {
+    view_->home[view_->hm.keys + slot * home::kKeyWords + w] = v;
   }
-  void unlock() const {
-    held_ = nullptr;
-    std::atomic_ref<uint64_t>(*lock_).store(0, std::memory_order_release);
+  uint64_t kw_peek(uint32_t slot, uint32_t w) const { return kw(slot, w); }
+
+  // ---- holding progress: no cache, so progress is freed, never parked; the holding thread is
+  // remembered per thread, so an error can release it ----
+  static uint64_t cache_tenure() { return ~uint64_t(0); }
+  void held(uint64_t tenure, bool) const {
+    tenure_ = tenure;
+    held_ = view_;
   }
-  static void set_own(int32_t) {}
-  static bool owns(const Req&) { return false; }
-  void unlock_and_give(coop::Thread, uint64_t* req_bits, uint32_t id) const {
-    std::atomic_ref<uint64_t>(req_bits[id / 64]).fetch_and(~(uint64_t(1) << (id % 64)), std::memory_order_release);
-    unlock();
-  }
-  // After an error escaped a protocol call: releases the lock if this thread holds it.
+  static uint64_t tenure() { return tenure_; }
+  static void unheld(uint64_t) { held_ = nullptr; }
+  static uint64_t parked_word() { return ~uint64_t(0); }
+  static proto::Post* post_scratch() { return nullptr; }
+  static bool dirty() { return false; }
+  static bool sticky() { return false; }
+  // After an error escaped a protocol call: frees progress if this thread holds it.
   void release_if_held() const {
-    if (held_ == lock_) unlock();
+    if (held_ != view_) return;
+    held_ = nullptr;
+    std::atomic_ref<uint64_t>(view_->ctl->holder)
+        .store(holder_word(kHolderFree, tenure_, 0), std::memory_order_release);
   }
+
+  // ---- the request the holding thread waits for ----
+  static void set_own(uint32_t slot, uint32_t stamp) {
+    own_slot_ = slot;
+    own_stamp_ = stamp;
+    own_ready_ = false;
+  }
+  static bool is_own(uint32_t slot, uint32_t stamp) { return slot == own_slot_ && stamp == own_stamp_; }
+  static void own_done(const proto::Completion& cp) {
+    own_ = cp;
+    own_ready_ = true;
+  }
+  static bool own_ready() { return own_ready_; }
+  static proto::Completion own_completion() { return own_; }
+
+  // No fast-post role: host threads post through the ring.
+  static bool fast_post(coop::Thread, const proto::Post&, proto::Started&) { return false; }
+  static void fast_release(coop::Thread) {}
 
   // ---- time and failures ----
   static uint64_t now_ns() {
@@ -180,11 +214,16 @@ class HostBackend {
   Runtime* rt_;
   const Config* cfg_;
   const std::vector<char*>* direct_;
-  uint64_t* lock_;
+  const StateView* view_;
   char* heap_base_;
   size_t heap_size_;
   uint64_t timeout_ns_;
-  static inline thread_local uint64_t* held_ = nullptr;
+  static inline thread_local const StateView* held_ = nullptr;
+  static inline thread_local uint64_t tenure_ = 0;
+  static inline thread_local uint32_t own_slot_ = 0xffffffffu;
+  static inline thread_local uint32_t own_stamp_ = 0;
+  static inline thread_local bool own_ready_ = false;
+  static inline thread_local proto::Completion own_{};
 };
 
 }  // namespace gpucomm::msg::detail

@@ -107,6 +107,14 @@ Messenger::Messenger(Runtime& rt, const MessengerOptions& opts) : impl_(std::mak
   }
   m.local = static_cast<char*>(alloc_local(m.gpu, ll.total, "messaging tables"));
   m.view = detail::carve(m.cfg, m.heap, m.local);
+  {
+    // Every bin chunk starts free.
+    std::vector<uint32_t> next(m.cfg.bin_chunks);
+    uint64_t head = 0;
+    detail::init_bins(m.cfg, next.data(), &head);
+    m.copy_to_state(m.view.bin_next, next.data(), next.size() * sizeof(uint32_t));
+    m.copy_to_state(&m.view.home[home::kChunkFree], &head, sizeof head);
+  }
   if (m.gpu) {
     // The failure record must stay readable after a kernel trapped: host-mapped memory.
     void* d = nullptr;
@@ -121,9 +129,9 @@ Messenger::Messenger(Runtime& rt, const MessengerOptions& opts) : impl_(std::mak
     check_cuda(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", "messaging stream");
     m.stream = reinterpret_cast<Stream>(st);
     void* o = nullptr;
-    check_cuda(cudaHostAlloc(&o, sizeof(uint32_t) * detail::kMaxLaunchOps, cudaHostAllocMapped), "cudaHostAlloc",
+    check_cuda(cudaHostAlloc(&o, sizeof(uint64_t) * detail::kMaxLaunchOps, cudaHostAllocMapped), "cudaHostAlloc",
                "messaging results");
-    m.out_host = static_cast<uint32_t*>(o);
+    m.out_host = static_cast<uint64_t*>(o);
     check_cuda(cudaHostGetDevicePointer(reinterpret_cast<void**>(&m.out_dev), o, 0), "cudaHostGetDevicePointer",
                "messaging results");
     check_cuda(cudaHostAlloc(&o, sizeof(Status) * detail::kMaxLaunchOps, cudaHostAllocMapped), "cudaHostAlloc",
@@ -137,7 +145,7 @@ Messenger::Messenger(Runtime& rt, const MessengerOptions& opts) : impl_(std::mak
     m.direct.assign(static_cast<size_t>(rt.size()), nullptr);
     for (int pe = 0; pe < rt.size(); ++pe)
       if (ti.routes[static_cast<size_t>(pe)] == "direct") m.direct[static_cast<size_t>(pe)] = rt.heap().peer_base(pe);
-    m.host = std::make_unique<detail::HostBackend>(rt, m.cfg, m.direct, &m.view.ctl->lock, m.timeout_ns);
+    m.host = std::make_unique<detail::HostBackend>(rt, m.cfg, m.direct, m.view, m.timeout_ns);
   }
   rt.barrier_all();  // every inbox is zeroed before anyone writes into it
 }
@@ -226,8 +234,6 @@ Comm Messenger::create(const Team& team, const CommOptions& o) {
   st->ctx = ctx;
   st->mode = o.mode;
   st->flags = flags;
-  const size_t qbytes = sizeof(matching::Envelope) * m.cfg.queue_cap * 2;
-  st->queues = static_cast<matching::Envelope*>(alloc_local(m.gpu, qbytes, "communicator queues"));
   CommState cs{};
   cs.live = 1;
   cs.mode = o.mode;
@@ -236,9 +242,6 @@ Comm Messenger::create(const Team& team, const CommOptions& o) {
   cs.size = team.size();
   cs.rank = team.rank();
   cs.team_slot = team.id();
-  cs.cap = m.cfg.queue_cap;
-  cs.umq = st->queues;
-  cs.prq = st->queues + m.cfg.queue_cap;
   m.copy_to_state(&m.view.comms[ctx], &cs, sizeof cs);
   m.ctx_used |= uint64_t(1) << ctx;
   // Nobody sends on the communicator before every member has it.
@@ -255,7 +258,6 @@ Comm::State::~State() {
   } catch (const std::exception& e) {
     GPUCOMM_LOG(error, "freeing communicator " << ctx << ": " << e.what());
   }
-  free_local(im.gpu, queues);
   std::lock_guard<std::mutex> lock(im.mu);
   im.ctx_used &= ~(uint64_t(1) << ctx);
 }
@@ -264,13 +266,14 @@ Comm::State::~State() {
 
 namespace {
 // A list of one operation on a request (GPU PEs).
-detail::OpList request_op(detail::OpKind kind, const Request& r, Status* status, uint32_t* out, bool wait) {
+detail::OpList request_op(detail::OpKind kind, const Request& r, Status* status, uint64_t* out, bool wait) {
   detail::OpList l{};
   l.n = 1;
   l.wait = wait ? 1u : 0u;
   l.out = out;
   l.ops[0].kind = kind;
   l.ops[0].request = r.id;
+  l.ops[0].request_stamp = r.stamp;
   l.ops[0].status = status;
   return l;
 }
@@ -285,14 +288,14 @@ bool Messenger::test(Request& r, Status* status) {
     if (r.null() || r.id >= Request::kProcNull) {
       done = true;
       st = r.id == Request::kProcNull ? proto::proc_null_status() : Status{};
-      r.id = 0;
+      r = Request{};
     } else {
       detail::OpList l = request_op(detail::OpKind::test, r, m.status_dev, m.out_dev, false);
       m.run(l, nullptr, true, "msg::test");
       done = m.out_host[0] != 0;
       if (done) {
         st = m.status_host[0];
-        r.id = 0;
+        r = Request{};
       }
     }
   } else {
@@ -309,12 +312,12 @@ Status Messenger::wait(Request& r) {
   if (m.gpu) {
     if (r.null() || r.id >= Request::kProcNull) {
       const Status st = r.id == Request::kProcNull ? proto::proc_null_status() : Status{};
-      r.id = 0;
+      r = Request{};
       return st;
     }
     detail::OpList l = request_op(detail::OpKind::wait, r, m.status_dev, nullptr, true);
     m.run(l, nullptr, true, "msg::wait");
-    r.id = 0;
+    r = Request{};
     return m.status_host[0];
   }
   return m.on_host("msg::wait", [&](detail::HostBackend& b) { return proto::wait(b, coop::Thread{}, m.view, r); });

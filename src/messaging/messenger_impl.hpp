@@ -34,8 +34,8 @@ struct Messenger::Impl {
   // GPU PEs: host-called operations run as a kernel on `stream`; results come back through
   // host-mapped memory; host-memory user buffers of blocking calls go through `staging`.
   Stream stream = nullptr;
-  uint32_t* out_host = nullptr;
-  uint32_t* out_dev = nullptr;
+  uint64_t* out_host = nullptr;
+  uint64_t* out_dev = nullptr;
   Status* status_host = nullptr;
   Status* status_dev = nullptr;
   void* staging = nullptr;
@@ -81,7 +81,6 @@ struct Comm::State {
   int32_t ctx = -1;
   Mode mode = Mode::mpi;
   uint32_t flags = 0;
-  matching::Envelope* queues = nullptr;  // UMQ then PRQ (local memory of the state)
   ~State();
 };
 

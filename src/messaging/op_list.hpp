@@ -19,9 +19,12 @@ struct Op {
   int32_t pe;    // send: destination PE
   int32_t rank;  // send: destination rank; recv/probes: source (or kAnySource)
   int32_t tag;
-  int32_t src;       // send: this PE's rank in the communicator
-  uint32_t request;  // wait/test/cancel: the request; mrecv: the message
-  uint32_t active;   // send: kWireActive for an active message (its tag is the handler id)
+  int32_t src;             // send: this PE's rank in the communicator
+  uint32_t request;        // wait/test/cancel: the request; mrecv: the message
+  uint32_t request_stamp;  // wait/test/cancel: the request's stamp
+  uint32_t active;         // send: kWireActive for an active message (its tag is the handler id)
+  uint32_t mode;           // the communicator's Mode
+  uint32_t reserved;
   void* buf;
   uint64_t bytes;
   uint64_t* event;  // completion counter, or null
@@ -31,9 +34,9 @@ struct Op {
 struct OpList {
   int32_t n;
   uint32_t wait;  // 1: wait for every request the list started (or names) before returning
-  // Results, or null: per operation, the request started (send, recv, mrecv without wait), 1/0 for
-  // test and iprobe, the message + 1 for improbe (0: none).
-  uint32_t* out;
+  // Results, or null: per operation, the request started (send, recv, mrecv without wait: its id |
+  // stamp << 32), 1/0 for test and iprobe, the message + 1 for improbe (0: none).
+  uint64_t* out;
   Op ops[kMaxLaunchOps];
 };
 
@@ -53,7 +56,7 @@ GPUCOMM_MSG_FN void request_table_full(const B& b, const StateView& s, DiagOp op
 template <class B, class C>
 GPUCOMM_MSG_OUTLINE void run_ops(const B& b, C c, const StateView& s, const OpList& list) {
   Request reqs[kMaxLaunchOps];
-  auto result = [&](int i, uint32_t v) {
+  auto result = [&](int i, uint64_t v) {
     if (b.leader(c) && list.out) list.out[i] = v;
   };
   auto status = [&](int i, const Status& st) {
@@ -61,34 +64,34 @@ GPUCOMM_MSG_OUTLINE void run_ops(const B& b, C c, const StateView& s, const OpLi
   };
   for (int i = 0; i < list.n; ++i) {
     const Op& op = list.ops[i];
-    reqs[i] = Request{0};
+    reqs[i] = Request{};
     switch (op.kind) {
       case OpKind::send: {
-        const proto::SendArgs a{op.buf, op.bytes, op.pe, op.rank, op.tag, op.ctx, op.src, op.active, op.event};
+        const proto::SendArgs a{op.buf, op.bytes, op.pe, op.rank, op.tag, op.ctx, op.src, op.active, op.event, op.mode};
         const proto::Started r =
-            op.pe == kProcNull ? proto::Started{Request::kProcNull, 0} : proto::send_start(b, c, s, s.comms[op.ctx], a);
+            op.pe == kProcNull ? proto::Started{Request::kProcNull, 0, 0} : proto::send_start(b, c, s, a, false);
         if (r.error && b.leader(c)) request_table_full(b, s, DiagOp::isend, op.ctx);
-        reqs[i] = Request{r.id};
+        reqs[i] = Request{r.id, r.stamp};
         break;
       }
       case OpKind::recv: {
         const proto::Started r =
-            proto::recv_start(b, c, s, proto::RecvArgs{op.buf, op.bytes, op.rank, op.tag, op.ctx, 0, op.event});
+            proto::recv_start(b, c, s, proto::RecvArgs{op.buf, op.bytes, op.rank, op.tag, op.ctx, op.mode, op.event});
         if (r.error && b.leader(c)) request_table_full(b, s, DiagOp::irecv, op.ctx);
-        reqs[i] = Request{r.id};
+        reqs[i] = Request{r.id, r.stamp};
         break;
       }
       case OpKind::mrecv: {
-        const proto::Started r = proto::mrecv_start(b, c, s, s.comms[op.ctx], op.request, op.buf, op.bytes, op.event);
+        const proto::Started r = proto::mrecv_start(b, c, s, op.ctx, op.mode, op.request, op.buf, op.bytes, op.event);
         if (r.error && b.leader(c)) request_table_full(b, s, DiagOp::mrecv, op.ctx);
-        reqs[i] = Request{r.id};
+        reqs[i] = Request{r.id, r.stamp};
         break;
       }
       case OpKind::wait:
-        reqs[i] = Request{op.request};
+        reqs[i] = Request{op.request, op.request_stamp};
         break;
       case OpKind::test: {
-        Request r{op.request};
+        Request r{op.request, op.request_stamp};
         Status st{};
         const bool done = proto::test(b, c, s, r, st);
         result(i, done ? 1u : 0u);
@@ -96,7 +99,7 @@ GPUCOMM_MSG_OUTLINE void run_ops(const B& b, C c, const StateView& s, const OpLi
         break;
       }
       case OpKind::cancel:
-        proto::cancel(b, c, s, Request{op.request});
+        proto::cancel(b, c, s, Request{op.request, op.request_stamp});
         break;
       case OpKind::progress:
         proto::progress(b, c, s);
@@ -106,7 +109,8 @@ GPUCOMM_MSG_OUTLINE void run_ops(const B& b, C c, const StateView& s, const OpLi
         Status st{};
         uint32_t m = 0;
         const bool take = op.kind == OpKind::improbe;
-        const bool found = proto::iprobe(b, c, s, s.comms[op.ctx], op.rank, op.tag, st, take, &m);
+        const DiagOp dop = take ? DiagOp::mprobe : DiagOp::probe;
+        const bool found = proto::probe_any(b, c, s, op.ctx, op.mode, op.rank, op.tag, take, false, st, &m, dop);
         result(i, take ? (found ? m : 0u) : (found ? 1u : 0u));
         if (found) status(i, st);
         break;
@@ -121,7 +125,7 @@ GPUCOMM_MSG_OUTLINE void run_ops(const B& b, C c, const StateView& s, const OpLi
     }
   } else {
     for (int i = 0; i < list.n; ++i)
-      if (started(list.ops[i].kind)) result(i, reqs[i].id);
+      if (started(list.ops[i].kind)) result(i, reqs[i].id | (static_cast<uint64_t>(reqs[i].stamp) << 32));
   }
   b.sync(c);
 }

@@ -52,8 +52,13 @@ struct Block {
 };
 
 inline Block* g_block = nullptr;
+inline std::atomic<uint64_t> g_launches{0};  // %gridid of the emulated launches
 
 }  // namespace simt
+
+inline uint64_t simt_grid_id() {
+  return simt::g_launches.load();
+}
 
 inline thread_local simt::Dim threadIdx;
 inline simt::Dim blockDim;
@@ -64,6 +69,7 @@ namespace simt {
 inline void launch(uint32_t threads, const std::function<void()>& body) {
   Block block(threads);
   g_block = &block;
+  g_launches.fetch_add(1);
   blockDim = Dim{threads, 1, 1};
   std::vector<std::thread> pool;
   pool.reserve(threads);
@@ -78,9 +84,11 @@ inline void launch(uint32_t threads, const std::function<void()>& body) {
 }
 
 // All lanes of `mask` deposit (v, arg); the last one computes every lane's result with op.
+inline std::atomic<uint64_t> g_collectives{0};
 template <class Op>
 uint64_t collective(uint32_t mask, uint64_t v, int arg, Op op) {
   const uint32_t lane = threadIdx.x & 31u;
+  if (lane == 0) g_collectives.fetch_add(1);
   if (!((mask >> lane) & 1u)) throw std::logic_error("warp collective called by a lane outside its mask");
   Warp& w = g_block->warps[threadIdx.x >> 5];
   std::unique_lock<std::mutex> lk(w.mu);

@@ -194,7 +194,7 @@ void scenario_bad_input(Runtime& rt, const Options&) {
   // A receive too small on a communicator without errors_return ends the job: an error here.
   const int right = (rt.rank() + 1) % n, left = (rt.rank() + n - 1) % n;
   msg::Request s = w.isend(buf, 64, right, 11);
-  expect_error("receive too small", Errc::invalid_argument, "longer than the 16-byte receive buffer",
+  expect_error("receive too small", Errc::invalid_argument, "has 64 bytes, more than the 16-byte receive buffer",
                [&] { w.recv(buf, 16, left, 11); });
   m.wait(s);
   // The request table (64 entries here) is a stated limit, reported when exceeded.

@@ -44,11 +44,13 @@ inline const void* g_cfg = nullptr;   // and its msg::Config
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
 #include <iterator>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -77,7 +79,6 @@ using namespace gpucomm;
 
 struct Fixture {
   std::vector<char> heap_storage, local_storage;
-  std::vector<matching::Envelope> queues;
   char* bases[1] = {nullptr};
   DeviceDiag diag{};
   msg::Diag msg_diag{};
@@ -106,16 +107,13 @@ struct Fixture {
     h.timeout_ns = 5ull * 1000 * 1000 * 1000;
     view = msg::detail::carve(cfg, heap, local);
     view.diag = &msg_diag;
-    queues.assign(size_t{2} * cfg.queue_cap, {});
+    msg::detail::init_bins(cfg, view.bin_next, &view.home[msg::home::kChunkFree]);
     msg::CommState& cs = view.comms[0];
     cs.live = 1;
     cs.mode = mode;
     cs.ctx = 0;
     cs.size = 1;
     cs.rank = 0;
-    cs.cap = cfg.queue_cap;
-    cs.umq = queues.data();
-    cs.prq = queues.data() + cfg.queue_cap;
     comm.magic = msg::kCommMagic;
     comm.version = msg::kCommVersion;
     comm.bytes = sizeof(msg::CommHandle);
@@ -231,6 +229,131 @@ TEST(MsgEmulated, TwoWarpsConcurrently) {
     }
   });
   for (const auto& e : errors) ADD_FAILURE() << e;
+}
+
+// A rendezvous by get into a receive that another group posted: warp 0 posts the large receive,
+// then either waits for it (it claims the get and moves the data itself) or first waits for a small
+// message that warp 1 sends only after its blocking large send completed (the holder must claim
+// the get after steal_ns and move the data, or both wait forever). Few request slots: a slot the
+// holder frees late would run them out.
+void get_claimed_by_either(bool waiter_first, int rounds) {
+  msg::MessengerOptions o{};
+  o.requests = 64;
+  Fixture f(msg::Mode::mpi, o);
+  const size_t n = 8192;  // past the eager limit: a rendezvous
+  char* src = f.user(0);
+  std::vector<char> dst(n);
+  std::atomic<int> posted{-1};
+  std::vector<std::string> errors;
+  std::mutex mu;
+  simt::launch(64, [&] {
+    coop::Warp w;
+    for (int r = 0; r < rounds; ++r) {
+      const auto key = static_cast<uint32_t>(r * 977 + 5);
+      if (coop::warp_id() == 0) {
+        msg::Request big = msg::irecv(w, f.comm, dst.data(), n, 0, 1);
+        if (coop::lane_id() == 0) posted.store(r);
+        __syncwarp();
+        uint64_t small = 0;
+        if (!waiter_first) (void)msg::recv(w, f.comm, &small, 8, 0, 2);
+        const msg::Status st = msg::wait(w, f.comm, big);
+        if (coop::lane_id() == 0) {
+          std::lock_guard<std::mutex> lock(mu);
+          if (st.bytes != n || st.error != 0) errors.push_back("round " + std::to_string(r) + ": status");
+          for (size_t i = 0; i < n; ++i) {
+            if (static_cast<uint8_t>(dst[i]) != pat(key, i)) {
+              errors.push_back("round " + std::to_string(r) + ": byte " + std::to_string(i));
+              break;
+            }
+          }
+        }
+      } else {
+        for (size_t i = coop::lane_id(); i < n; i += 32) src[i] = static_cast<char>(pat(key, i));
+        while (posted.load() != r) std::this_thread::yield();
+        __syncwarp();
+        msg::send(w, f.comm, src, n, 0, 1);
+        uint64_t small = static_cast<uint64_t>(r);
+        if (!waiter_first) msg::send(w, f.comm, &small, 8, 0, 2);
+      }
+      __syncthreads();
+    }
+  });
+  for (const auto& e : errors) ADD_FAILURE() << e;
+}
+
+TEST(MsgEmulated, RendezvousGetClaimedByItsWaiter) {
+  get_claimed_by_either(true, 60);
+}
+TEST(MsgEmulated, RendezvousGetClaimedByTheHolder) {
+  get_claimed_by_either(false, 60);
+}
+
+// The message-rate shape: warp 0 posts a window of receives (message k of sender s has tag s; ANY_SOURCE
+// in mode mpi), releases the sending warps and waits for all (its rounds take the posts and drain
+// the messages in warp batches); every payload is checked. Rounds repeat on the same keys.
+void window_into_one_warp(msg::Mode mode, int senders, int per, int rounds, bool all_sent_first = false) {
+  msg::MessengerOptions o{};
+  o.slots = 64;  // every message of a round fits the ring: the receiver drains them in batches
+  Fixture f(mode, o);
+  std::atomic<int> sent{0};
+  const int w = senders * per;
+  std::vector<uint64_t> rbuf(static_cast<size_t>(w)), sbuf(static_cast<size_t>(senders) * 4);
+  std::vector<msg::Request> reqs(static_cast<size_t>(w));
+  std::atomic<int> go{0};
+  std::vector<std::string> errors;
+  std::mutex mu;
+  simt::launch(static_cast<uint32_t>(32 * (senders + 1)), [&] {
+    coop::Warp c;
+    const int warp = static_cast<int>(coop::warp_id());
+    for (int r = 0; r < rounds; ++r) {
+      if (warp == 0) {
+        const int source = mode == msg::Mode::mpi ? msg::kAnySource : 0;
+        for (int j = 0; j < w; ++j)
+          reqs[static_cast<size_t>(j)] = msg::irecv(c, f.comm, &rbuf[static_cast<size_t>(j)], 8, source, j % senders);
+        if (coop::lane_id() == 0) go.store(r + 1);
+        if (all_sent_first)
+          while (sent.load() < (r + 1) * senders) std::this_thread::yield();
+        __syncwarp();
+        msg::waitall(c, f.comm, reqs.data(), w);
+        if (coop::lane_id() == 0) {
+          for (int j = 0; j < w; ++j) {
+            const uint64_t want =
+                (static_cast<uint64_t>(j % senders) << 32) | static_cast<uint64_t>(r * per + j / senders);
+            if (rbuf[static_cast<size_t>(j)] != want) {
+              std::lock_guard<std::mutex> lock(mu);
+              errors.push_back("round " + std::to_string(r) + " receive " + std::to_string(j) + " got " +
+                               std::to_string(rbuf[static_cast<size_t>(j)]) + ", want " + std::to_string(want));
+              break;
+            }
+          }
+        }
+        __syncwarp();
+      } else {
+        const int sender = warp - 1;
+        while (go.load() < r + 1) std::this_thread::yield();
+        uint64_t* out = &sbuf[static_cast<size_t>(sender) * 4];
+        for (int k = 0; k < per; ++k) {
+          if (coop::lane_id() == 0) out[0] = (static_cast<uint64_t>(sender) << 32) | static_cast<uint64_t>(r * per + k);
+          __syncwarp();
+          msg::send(c, f.comm, out, 8, 0, sender);
+        }
+        if (coop::lane_id() == 0) sent.fetch_add(1);
+      }
+      __syncthreads();
+    }
+  });
+  for (const auto& e : errors) ADD_FAILURE() << e;
+}
+
+TEST(MsgEmulated, WindowIntoOneWarpMpi) {
+  window_into_one_warp(msg::Mode::mpi, 3, 12, 3);
+}
+TEST(MsgEmulated, WindowIntoOneWarpNoAnySource) {
+  window_into_one_warp(msg::Mode::no_any_source, 2, 20, 3);
+}
+TEST(MsgEmulated, WindowIntoOneWarpInBatches) {
+  window_into_one_warp(msg::Mode::mpi, 3, 12, 2, true);
+  window_into_one_warp(msg::Mode::no_any_source, 4, 9, 2, true);
 }
 
 // Probes, matched probes, cancel and PROC_NULL at warp level.

@@ -25,8 +25,10 @@ struct PairArgs {
   int pairs;  // blocks 0..pairs-1 send to blocks pairs..2*pairs-1 (same PE, tags tell them apart)
   char* src;  // [pairs][kMaxBytes]: the heap (rendezvous by get) or cudaMalloc (staged)
   char* dst;  // [pairs][kMaxBytes]
-  int style;  // 0 send/recv, 1 isend/irecv + wait, 2 test loops, 3 waitany/waitall
+  int style;  // 0 send/recv, 1 isend/irecv + wait, 2 test loops, 3 waitany/waitall, 4 receives
+              // posted before the send starts (no_unexpected communicators need it)
   Report* rep;
+  uint64_t* ready;  // [pairs] (style 4): the receiver's posted receives, counted
 };
 
 template <class C>
@@ -44,6 +46,13 @@ __global__ void pairs_kernel(PairArgs a) {
     const uint32_t key = static_cast<uint32_t>(tag) * 7919u + static_cast<uint32_t>(n);
     if (sender) {
       fill(c, src, n, key);
+      if (a.style == 4) {  // the receiver posted receive k before this send
+        if (coop::thread_rank(c) == 0) {
+          while (mem::load<mem::kDevice>(&a.ready[pair], mem::acquire) < static_cast<uint64_t>(k) + 1) {
+          }
+        }
+        coop::sync(c);
+      }
       if (a.style == 0) {
         msg::send(c, a.comm, src, n, 0, tag);
       } else {
@@ -61,6 +70,11 @@ __global__ void pairs_kernel(PairArgs a) {
       msg::Status st{};
       if (a.style == 0) {
         st = msg::recv(c, a.comm, dst, kMaxBytes, 0, tag);
+      } else if (a.style == 4) {
+        msg::Request r = msg::irecv(c, a.comm, dst, kMaxBytes, 0, tag);
+        if (coop::thread_rank(c) == 0)
+          mem::store<mem::kDevice>(&a.ready[pair], static_cast<uint64_t>(k) + 1, mem::release);
+        st = msg::wait(c, a.comm, r);
       } else {
         msg::Request r = msg::irecv(c, a.comm, dst, kMaxBytes, 0, tag);
         if (a.style == 2) {
@@ -113,8 +127,12 @@ void pairs_at_level(MsgGpu& t, Runtime& rt, msg::Messenger& m, const msg::Comm& 
   if (!heap_src) ASSERT_EQ(cudaMalloc(&src, pairs * kMaxBytes), cudaSuccess);
   ASSERT_EQ(cudaMalloc(&dst, pairs * kMaxBytes), cudaSuccess);
   ASSERT_EQ(cudaMalloc(&rep, sizeof(Report)), cudaSuccess);
-  PairArgs a{comm.device(), pairs, src, dst, style, rep};
+  uint64_t* ready = nullptr;
+  ASSERT_EQ(cudaMalloc(&ready, pairs * sizeof(uint64_t)), cudaSuccess);
+  ASSERT_EQ(cudaMemset(ready, 0, pairs * sizeof(uint64_t)), cudaSuccess);
+  PairArgs a{comm.device(), pairs, src, dst, style, rep, ready};
   t.run(rt, m, rep, [&](cudaStream_t s) { pairs_kernel<C><<<2 * pairs, 128, 0, s>>>(a); });
+  (void)cudaFree(ready);
   (void)cudaFree(rep);
   (void)cudaFree(dst);
   if (heap_src) {
@@ -151,9 +169,11 @@ TEST_F(MsgGpu, EveryModeEveryLevel) {
     o.allow_overtaking = mode == msg::Mode::unordered;
     msg::Comm c = m.world(o);
     SCOPED_TRACE(msg::mode_name(mode));
-    pairs_at_level<coop::Thread>(*this, rt, m, c, true, 1);
-    pairs_at_level<coop::Warp>(*this, rt, m, c, true, 1);
-    pairs_at_level<coop::Block>(*this, rt, m, c, false, 1);
+    // no_unexpected asserts that every receive is posted before its message arrives.
+    const int style = mode == msg::Mode::no_unexpected ? 4 : 1;
+    pairs_at_level<coop::Thread>(*this, rt, m, c, true, style);
+    pairs_at_level<coop::Warp>(*this, rt, m, c, true, style);
+    pairs_at_level<coop::Block>(*this, rt, m, c, false, style);
   }
 }
 

@@ -48,7 +48,7 @@ def test_host_pes_json(run_gpucomm, tmp_path):
             assert col in row, (key, col)
         assert row["bytes"] == 8 and row["samples"] >= 5 and row["median"] > 0, row
     # The GPU sections are named as skipped on host PEs, not reported as failures.
-    assert set(doc["errors"]) == {"floors", "unexpected", "rendezvous", "steps"}
+    assert set(doc["errors"]) == {"floors", "unexpected", "rendezvous", "depth", "steps"}
     assert all(e.startswith("skipped") for e in doc["errors"].values())
 
 
@@ -77,13 +77,22 @@ def test_gpu_report_from_rows(build):
             rows.append({"name": "msg_rate", "level": mode, "bytes": 8, "ctas": n, "median": base + n / 8})
             rows.append({"name": "msg_rate_with_posting", "level": mode, "bytes": 8, "ctas": n, "median": base / 2})
     res = {"pe_kind": "gpu", "gpu": "H100", "results": rows, "errors": {"rate": "exit code 1: timeout"}}
-    ts = {t["target"].split(" (best")[0]: t for t in msg.targets(res)}
-    assert ts["8 B ping-pong (thread) <= 1.6x flag round trip"]["met"] is True
-    assert ts["8 B ping-pong (thread) <= 1.15x put_signal round trip"]["met"] is True
-    assert ts["unexpected path (thread) <= 2x pre-posted"]["met"] is False
-    assert ts["rendezvous overhead at 16 MB <= 2 us"]["met"] is False
-    assert ts["8 B message rate, no_any_source, one receiving warp >= 100 M/s"]["met"] is False
-    assert ts["8 B message rate, mpi, one receiving warp >= 20 M/s"]["met"] is True
+    for mode in ("no_any_source", "mpi"):
+        for d, v in ((1024, 40.0), (4096, 10.0)):
+            rows.append({"name": "msg_rate_depth", "level": mode, "bytes": 8, "ctas": d, "median": v})
+    res["results"] = rows
+    ts = {t["target"]: t for t in msg.targets(res)}
+    assert ts["8 B round trip, receives pre-posted (thread) <= 2.5x the flag round trip"]["met"] is True
+    assert ts["8 B round trip, receives pre-posted (block) <= 3.0x the flag round trip"]["met"] is True
+    assert ts["unexpected path (thread) <= 1.3x pre-posted"]["met"] is False
+    assert ts["rendezvous overhead at 16 MB <= 5 us"]["met"] is False
+    assert ts["rendezvous overhead at 4 MB <= 5 us"]["met"] is True
+    assert ts["8 B rate into one warp, no_any_source, 8 sending warps >= 20 M/s"]["met"] is True
+    assert ts["8 B rate into one warp, mpi, 8 sending warps >= 20 M/s"]["met"] is True
+    assert ts["8 B rate into one warp, mpi, counting the posting of the receives >= 15 M/s (worst of 8/32/128)"][
+        "met"] is False
+    assert ts["rate at depth 4096 (mpi) >= 20 M/s"]["met"] is False
+    assert ts["rate at depth 4096 (mpi) >= 2/3 of the rate at 768 (32 sending warps)"]["met"] is False
     text = "\n".join(msg.table(res) + msg.target_lines(msg.targets(res)))
     assert "MISSED" in text and "section rate: exit code 1" in text
 

@@ -166,6 +166,50 @@ __device__ __forceinline__ void red_and(uint64_t* p, uint64_t v, Order o) {
 #undef GPUCOMM_RED_
 #endif
 
+// Two adjacent 8-byte words (16-byte aligned) with one relaxed vector access: each word is
+// single-copy atomic on its own (records whose every word carries a stamp rely on that; nothing
+// orders the two words against each other).
+template <Scope S>
+__device__ __forceinline__ void store2(uint64_t* p, uint64_t a, uint64_t b) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (S == kSystem) {
+    asm volatile("st.relaxed.sys.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(a), "l"(b) : "memory");
+  } else {
+    asm volatile("st.relaxed.gpu.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(a), "l"(b) : "memory");
+  }
+#else
+  ref<S>(p).store(a, relaxed);
+  ref<S>(p + 1).store(b, relaxed);
+#endif
+}
+template <Scope S>
+__device__ __forceinline__ void load2(const uint64_t* p, uint64_t& a, uint64_t& b) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (S == kSystem) {
+    asm volatile("ld.relaxed.sys.global.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "l"(p) : "memory");
+  } else {
+    asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "l"(p) : "memory");
+  }
+#else
+  a = ref<S>(const_cast<uint64_t*>(p)).load(relaxed);
+  b = ref<S>(const_cast<uint64_t*>(p + 1)).load(relaxed);
+#endif
+}
+
+// This grid's launch number (%gridid: distinct for every launch of the context); the emulation's
+// launch counter in tests.
+__device__ __forceinline__ uint64_t grid_id() {
+#if defined(__CUDA_ARCH__)
+  uint64_t g;
+  asm volatile("mov.u64 %0, %%gridid;" : "=l"(g));
+  return g;
+#elif defined(GPUCOMM_SIMT_EMULATION)
+  return simt_grid_id();
+#else
+  return 0;
+#endif
+}
+
 // Nanoseconds of the GPU's global timer (the host clock under emulation).
 __device__ __forceinline__ uint64_t globaltimer() {
 #if defined(__CUDA_ARCH__)

@@ -34,6 +34,8 @@ namespace gpucomm::msg {
 
 template <class C, class Handler>
 __device__ int am_poll(C c, const CommHandle& comm, Handler& handler, int max = 8);
+template <class C, class Handler>
+__device__ int am_poll_steal(C c, const CommHandle& comm, Handler& handler, int max, bool steal);
 
 namespace detail {
 
@@ -92,23 +94,23 @@ __device__ inline void am_send_flags(C c, const CommHandle& comm, int dest, uint
       }
     }
   }
-  const proto::SendArgs a{payload,  bytes,     pe,          dest,         static_cast<int32_t>(id | flags),
-                          comm.ctx, comm.rank, kWireActive, event.counter};
-  const proto::Started r = proto::send_start(b, c, s, s.comms[comm.ctx], a);
+  const proto::SendArgs a{payload,  bytes,     pe,          dest,          static_cast<int32_t>(id | flags),
+                          comm.ctx, comm.rank, kWireActive, event.counter, static_cast<uint32_t>(comm.mode)};
+  const proto::Started r = proto::send_start(b, c, s, a, false);
   check_started(comm, DiagOp::am_send, r);
-  Request q{r.id};
+  Request q{r.id, r.stamp};
   proto::wait(b, c, s, q, DiagOp::am_send);
 }
 
 }  // namespace detail
 
 // One progress round, then `handler(c, msg)` for each active message that arrived (at most `max`,
-// in arrival order). Returns how many ran (0 also when another group was progressing).
+// in arrival order). Returns how many ran. `steal`: take progress from a parked holder at once.
 template <class C, class Handler>
-__device__ int am_poll(C c, const CommHandle& comm, Handler& handler, int max) {
+__device__ int am_poll_steal(C c, const CommHandle& comm, Handler& handler, int max, bool steal) {
   const StateView& s = comm.state;
   dev::DeviceBackend b(comm.dev, s);
-  const proto::AmTaken t = proto::am_take(b, c, s, max < 0 ? 0u : static_cast<uint32_t>(max));
+  const proto::AmTaken t = proto::am_take(b, c, s, max < 0 ? 0u : static_cast<uint32_t>(max), steal);
   for (uint32_t k = 0; k < t.n; ++k) {
     const AmMessage m = proto::am_message(s, t.idx[k]);
     handler(c, m);
@@ -117,6 +119,10 @@ __device__ int am_poll(C c, const CommHandle& comm, Handler& handler, int max) {
       detail::bad_argument(comm, DiagOp::am_send, DiagArg::reply, static_cast<int64_t>(m.id), 1);
   }
   return static_cast<int>(t.n);
+}
+template <class C, class Handler>
+__device__ int am_poll(C c, const CommHandle& comm, Handler& handler, int max) {
+  return am_poll_steal(c, comm, handler, max, false);
 }
 
 template <class C>
@@ -159,7 +165,8 @@ __device__ inline void am_reply(C c, const CommHandle& comm, const AmMessage& ms
 namespace detail {
 
 // The service block: polls (handling active messages, or only progressing for NoHandler) until
-// *stop is non-zero; idle polls back off to short sleeps.
+// *stop != 0; idle polls back off to short sleeps. It takes progress from a holder that parked
+// without waiting for GPUCOMM_MSG_STEAL_US (it is the PE's standing matcher) and keeps it.
 template <class Handler>
 __global__ void am_service_kernel(CommHandle comm, Handler handler, const uint32_t* stop) {
   const coop::Block c;
@@ -168,10 +175,9 @@ __global__ void am_service_kernel(CommHandle comm, Handler handler, const uint32
     if (b.bcast(c, coop::thread_rank(c) == 0 && mem::load<mem::kSystem>(stop, mem::acquire) != 0)) break;
     bool busy = false;
     if constexpr (std::is_same_v<Handler, NoHandler>) {
-      // Only when there is work (a relaxed look at the tables, then the round under the lock).
-      busy = proto::work_pending(b, c, comm.state) && proto::progress(b, c, comm.state);
+      busy = proto::serve(b, c, comm.state);
     } else {
-      busy = am_poll(c, comm, handler, static_cast<int>(proto::kAmTakeMax)) != 0;
+      busy = am_poll_steal(c, comm, handler, static_cast<int>(proto::kAmTakeMax), true) != 0;
     }
     if (busy) i = 1;
     b.pause(i > 128 ? 128 : i);

@@ -30,6 +30,15 @@ GPUCOMM_MSG_FN uint32_t lowest_bit(uint64_t v) {
 #endif
 }
 
+// Index of the highest set bit (v != 0).
+GPUCOMM_MSG_FN uint32_t highest_bit(uint32_t v) {
+#if defined(__CUDA_ARCH__)
+  return 31u - static_cast<uint32_t>(__clz(v));
+#else
+  return 31u - static_cast<uint32_t>(__builtin_clz(v));
+#endif
+}
+
 GPUCOMM_MSG_FN uint32_t popcount(uint32_t v) {
 #if defined(__CUDA_ARCH__)
   return static_cast<uint32_t>(__popc(v));

@@ -10,8 +10,8 @@
 //   replies    a request that wants a reply also reserves one of Q reply entries at its sender for
 //              the receiver (PeerState::am_reserved, freed when the reply's handler finished), so a
 //              handler's am_reply never waits for table space, only for ring slots.
-// A poll takes up to kAmTakeMax parked messages under the progress lock and runs the handler on
-// each outside it, then frees the entry and returns its credit.
+// A poll takes up to kAmTakeMax parked messages (no lock: a compare-and-swap of the FIFO's head)
+// and runs the handler on each, then frees the entry and returns its credit.
 #include <cstdint>
 
 #include "gpucomm/messaging/protocol_complete.hpp"
@@ -30,23 +30,26 @@ GPUCOMM_MSG_FN uint64_t am_entries(const Config& c) {
   return static_cast<uint64_t>(c.npes) * 2 * c.am_per_sender;
 }
 
-// Runs a progress round if no other group holds the lock, then takes up to `max` parked active
-// messages. None when another group progresses (the caller polls again).
+// Runs a progress round if progress can be taken, then takes up to `max` parked active messages.
+// Taking needs no progress: the holder publishes each parked entry with a release store of
+// am_tail, pollers take entries with a compare-and-swap of am_head.
 template <class B, class C>
-GPUCOMM_MSG_OUTLINE AmTaken am_take(const B& b, C c, const StateView& s, uint32_t max) {
+GPUCOMM_MSG_OUTLINE AmTaken am_take(const B& b, C c, const StateView& s, uint32_t max, bool steal = false) {
+  (void)progress(b, c, s, steal);
   AmTaken t{};
-  if (!b.bcast(c, b.leader(c) && b.try_lock())) return t;
-  round(b, c, s);
   if (b.leader(c)) {
     const uint32_t want = min_of(max, kAmTakeMax);
     Control& ctl = *s.ctl;
-    while (t.n < want && ctl.am_head != ctl.am_tail) {
-      t.idx[t.n++] = s.am_fifo[ctl.am_head % am_entries(s.cfg)];
-      ctl.am_head += 1;
+    uint64_t head = b.ld(&ctl.am_head, Ord::relaxed);
+    while (t.n < want) {
+      const uint64_t tail = b.ld(&ctl.am_tail, Ord::acquire);
+      if (head == tail) break;
+      if (b.cas(&ctl.am_head, head, head + 1, Ord::relaxed)) {
+        t.idx[t.n++] = s.am_fifo[head % am_entries(s.cfg)];
+        head += 1;
+      }
     }
   }
-  b.publish_local(c);  // the round's writes happen before the next holder's
-  if (b.leader(c)) b.unlock();
   return b.bcast(c, t);
 }
 
@@ -72,7 +75,7 @@ GPUCOMM_MSG_FN bool am_release(const B& b, const StateView& s, uint32_t idx) {
   const uint32_t slot = idx % (2 * q);
   const bool reply = slot >= q;
   const int32_t pe = e.pe;
-  if (CommState* cm = comm_of(s, e.ctx)) b.count(&cm->counters.active, 1);
+  count(b, s, e.ctx, &Counters::active, 1);
   b.fand(&s.am_bits[pe], ~(uint64_t(1) << (reply ? 32 + (slot - q) : slot)), Ord::release);
   if (reply) {
     b.fadd(&s.peers[pe].am_reserved_freed, 1, Ord::relaxed);

@@ -21,6 +21,7 @@ struct SendArgs {
   int32_t src;      // this PE's rank in the communicator
   uint32_t active;  // kWireActive for active messages
   uint64_t* event;
+  uint32_t mode;  // the communicator's Mode (the receiver's holder learns it from the wire)
 };
 
 struct SendPlan {
@@ -146,7 +147,7 @@ GPUCOMM_MSG_OUTLINE void write_message(const B& b, C c, const StateView& s, uint
     return;
   }
   const bool has_payload = (h.kind & kWireKindMask) == kWireEager;
-  const uint64_t w0 = wire::full_w0(t, h.kind, h.ncont);
+  const uint64_t w0 = wire::full_w0(t, h.kind, h.ncont, h.mode);
   if (peer_slot) {
     // Header words and payload with plain stores, the group's publish, then the stamp word last.
     if (b.leader(c)) {
@@ -181,13 +182,14 @@ GPUCOMM_MSG_FN wire::Header header_of(const SendArgs& a, const SendPlan& p, uint
   h.bytes = a.bytes;
   h.sreq = sreq;
   h.offset = offset;
+  h.mode = a.mode;
   return h;
 }
 
 // Leader: fills a send request.
 GPUCOMM_MSG_FN void fill_send(Req& q, const SendArgs& a, const SendPlan& p, uint64_t t) {
   q.state = kReqFree;
-  q.flags = kReqIsSend;
+  q.flags = kReqIsSend | (a.event ? kReqHasEvent : 0u);
   q.moved = 0;
   q.ctx = a.ctx;
   q.pe = a.pe;
@@ -200,18 +202,38 @@ GPUCOMM_MSG_FN void fill_send(Req& q, const SendArgs& a, const SendPlan& p, uint
   q.ticket = t;
   q.nslots = p.nslots;
   q.event = a.event;
+  q.mode = a.mode;
+  q.stamp = 0;
 }
 
 GPUCOMM_MSG_FN Status send_status(const Req& q) {
   return Status{q.rank, q.tag, q.bytes, kErrNone, 0};
 }
 
-// Writes a send request's slots (credits are free) and moves it to its next state: eager sends
-// are complete, rendezvous sends wait for FIN or CTS. Returns true when the request completed.
-template <class B, class C>
-GPUCOMM_MSG_FN bool send_write(const B& b, C c, const StateView& s, uint32_t id) {
+// Completes a send request the holder advances: its event, then its completion record.
+template <class B>
+GPUCOMM_MSG_FN void complete_send(const B& b, const StateView& s, uint32_t id) {
   Req& q = s.reqs[id];
-  SendArgs a{q.buf, q.bytes, q.pe, q.rank, q.tag, q.ctx, q.src, q.kind & kWireActive, q.event};
+  q.state = kReqDone;
+  if (q.event) b.fadd(q.event, 1, Ord::release);
+  Completion cp{};
+  cp.kind = kCompDone;
+  cp.st = send_status(q);
+  cp.ctx = q.ctx;
+  if (b.is_own(id, q.stamp)) {
+    b.own_done(cp);
+  } else {
+    comp_write(b, s, id, q.stamp, cp);
+  }
+}
+
+// Writes a send request's slots (credits are free) and moves it to its next state. Returns true
+// when the send is complete (eager): `holder` completes it with its record, otherwise the caller
+// gives the slot back itself.
+template <class B, class C>
+GPUCOMM_MSG_FN bool send_write(const B& b, C c, const StateView& s, uint32_t id, bool holder) {
+  Req& q = s.reqs[id];
+  SendArgs a{q.buf, q.bytes, q.pe, q.rank, q.tag, q.ctx, q.src, q.kind & kWireActive, q.event, q.mode};
   SendPlan p{q.kind, q.nslots, 0, 0};
   const uint32_t kind = q.kind & kWireKindMask;
   const uint64_t offset = kind == kWireRtsGet ? b.heap_offset(q.buf) : 0;
@@ -224,8 +246,8 @@ GPUCOMM_MSG_FN bool send_write(const B& b, C c, const StateView& s, uint32_t id)
     } else if (kind == kWireRtsStaged) {
       q.state = kReqSendWaitCts;
     } else {
-      complete(b, q, send_status(q));
       finished = true;
+      if (holder) complete_send(b, s, id);
     }
   }
   return b.bcast(c, finished);
@@ -233,13 +255,26 @@ GPUCOMM_MSG_FN bool send_write(const B& b, C c, const StateView& s, uint32_t id)
 
 // Result of send_start: the request (Request::kDone when the send completed at once).
 struct Started {
-  uint32_t id;     // Request value (kDone, or slot + 1)
+  uint32_t id;     // Request::id (kDone, kProcNull, or slot + 1 with its flags)
+  uint32_t stamp;  // Request::stamp
   uint32_t error;  // DiagKind::resource when the request table is full
 };
+// Request::id flag: a rendezvous send its owner completes by seeing FIN in its own request word.
+inline constexpr uint32_t kIdFin = uint32_t(1) << 16;
+GPUCOMM_MSG_FN uint32_t id_slot(uint32_t id) {
+  return (id & 0xffffu) - 1;
+}
 
-// Starts a send (any thread group of the PE, with the counters of communicator `cm`).
+// Waits (the calling group) until tickets t .. t+n-1 have free slots at `pe`, progressing this PE
+// meanwhile (a PE that sends to itself drains its own ring). False when the wait timed out or the
+// job failed (the caller reports it).
 template <class B, class C>
-GPUCOMM_MSG_OUTLINE Started send_start(const B& b, C c, const StateView& s, CommState& cm, const SendArgs& a) {
+GPUCOMM_MSG_FN bool wait_credits(const B& b, C c, const StateView& s, int32_t pe, uint64_t t, uint32_t n);
+
+// Starts a send (any thread group of the PE). `blocking`: the caller waits for credits itself when
+// the ring is full (a blocking send needs no request for an eager message).
+template <class B, class C>
+GPUCOMM_MSG_OUTLINE Started send_start(const B& b, C c, const StateView& s, const SendArgs& a, bool blocking) {
   struct Decision {
     SendPlan p;
     uint64_t t;
@@ -254,27 +289,31 @@ GPUCOMM_MSG_OUTLINE Started send_start(const B& b, C c, const StateView& s, Comm
     const bool rdv = kind == kWireRtsGet || kind == kWireRtsStaged;
     // A request holds the rendezvous state and the header words a proxy reads: take it before the
     // tickets, so that a full table leaves the ring untouched.
-    d.id = rdv || d.ring == nullptr ? request_take(b, s) : -2;
+    d.id = rdv || d.ring == nullptr ? slot_take(b, s, b.slot_hint()) : -2;
     if (d.id == -1) {
       if (needs_eager_credit(d.p.kind, a.bytes)) b.fadd(&s.peers[a.pe].eager_used, ~uint64_t(0), Ord::relaxed);
     } else {
       d.t = b.fadd(&s.peers[a.pe].next_ticket, d.p.nslots, Ord::relaxed);
       d.now = slots_free(b, s, a.pe, d.t, d.p.nslots) ? 1u : 0u;
-      // No credit: progress writes the slots later, from a request. A full table now is fatal
-      // (the tickets are taken and the receiver waits for them in order).
-      if (!d.now && d.id == -2) d.id = request_take(b, s);
+      // No credit and not blocking: the holder writes the slots later, from a request. A full
+      // table now is fatal (the tickets are taken and the receiver waits for them in order).
+      if (!d.now && !blocking && d.id == -2) d.id = slot_take(b, s, b.slot_hint());
       if (d.id >= 0) {
         fill_send(s.reqs[d.id], a, d.p, d.t);
         reset_req_words(b, s, static_cast<uint32_t>(d.id));
       }
-      b.count(&cm.counters.sent, 1);
-      if (!d.now) b.count(&cm.counters.credit_stalls, 1);
-      if (rdv) b.count(&cm.counters.rendezvous, 1);
-      if (d.p.degraded) b.count(&cm.counters.degraded, 1);
+      count(b, s, a.ctx, &Counters::sent, 1);
+      if (!d.now) count(b, s, a.ctx, &Counters::credit_stalls, 1);
+      if (rdv) count(b, s, a.ctx, &Counters::rendezvous, 1);
+      if (d.p.degraded) count(b, s, a.ctx, &Counters::degraded, 1);
     }
   }
   d = b.bcast(c, d);
-  if (d.id == -1) return Started{0, static_cast<uint32_t>(DiagKind::resource)};
+  if (d.id == -1) return Started{0, 0, static_cast<uint32_t>(DiagKind::resource)};
+  if (!d.now && blocking) {
+    if (!wait_credits(b, c, s, a.pe, d.t, d.p.nslots)) return Started{0, 0, static_cast<uint32_t>(DiagKind::timeout)};
+    d.now = 1;
+  }
   if (d.id == -2) {
     if ((d.p.kind & kWireKindMask) == kWireLL) {
       write_ll(b, c, s, d.t, header_of(a, d.p, 0, 0), a.buf, d.ring);
@@ -282,21 +321,35 @@ GPUCOMM_MSG_OUTLINE Started send_start(const B& b, C c, const StateView& s, Comm
       write_message(b, c, s, d.t, header_of(a, d.p, 0, 0), a.buf, nullptr, a.pe, d.ring);
     }
     if (b.leader(c) && a.event) b.fadd(a.event, 1, Ord::release);
-    return Started{Request::kDone, 0};
+    return Started{Request::kDone, 0, 0};
   }
   const auto id = static_cast<uint32_t>(d.id);
-  if (d.now && send_write(b, c, s, id)) {
-    if (b.leader(c)) request_give(b, s, id);
+  if (d.now && send_write(b, c, s, id, false)) {
+    if (b.leader(c)) {
+      if (a.event) b.fadd(a.event, 1, Ord::release);
+      slot_give(b, s, id);
+    }
     b.sync(c);
-    return Started{Request::kDone, 0};
+    return Started{Request::kDone, 0, 0};
   }
+  // A rendezvous by get with its header written and no event: the owner waits for FIN itself.
+  Started r{id + 1, 0, 0};
+  if (d.now && (d.p.kind & kWireKindMask) == kWireRtsGet && !a.event) {
+    r.id |= kIdFin;
+    b.sync(c);
+    return r;
+  }
+  // The holder advances it (slots without credit, staged transfers, events).
   if (b.leader(c)) {
     if (!d.now) s.reqs[id].state = kReqSendPending;
-    b.release_fence_local();  // the request's fields before its submission's stamps
-    submit(b, s, Submission{id, kSubmitSend, a.ctx, 0, 0, nullptr, 0, nullptr});
+    b.release_fence_local();  // the request's fields before its post's stamps
+    Post p{};
+    p.kind = kPostSend;
+    p.slot = id;
+    p.ctx = a.ctx;
+    r.stamp = request_stamp_ring(post_ring(b, s, p, true));  // the post carries the stamp to the holder
   }
-  b.sync(c);
-  return Started{id + 1, 0};
+  return b.bcast(c, r);
 }
 
 }  // namespace gpucomm::msg::proto

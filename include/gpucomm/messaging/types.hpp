@@ -46,7 +46,8 @@ struct Status {
 
 // A request in flight. Requests are values; wait and test reset a completed one to null.
 struct Request {
-  uint32_t id;  // 0: null; kDone: completed when it was made; kNull: PROC_NULL; else slot + 1
+  uint32_t id;     // 0: null; kDone: completed when it was made; kNull: PROC_NULL; else slot + 1
+  uint32_t stamp;  // this use of the slot: its completion record carries the same stamp
   static constexpr uint32_t kDone = 0xffffffffu;
   static constexpr uint32_t kProcNull = 0xfffffffeu;
   constexpr bool null() const { return id == 0; }
@@ -79,6 +80,7 @@ struct Event {
 
 static_assert(std::is_trivially_copyable_v<Status> && sizeof(Status) == 24);
 static_assert(std::is_trivially_copyable_v<Request> && std::is_trivially_copyable_v<Message>);
+static_assert(sizeof(Request) == 8);
 
 inline const char* error_name(int32_t err) {
   switch (err) {

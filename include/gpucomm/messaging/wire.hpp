@@ -3,7 +3,8 @@
 //
 // Word 0 of a slot is the stamp word: upper half the stamp of its ticket t, (t + 1) mod 2^31 with
 // bit 31 set for the LL format; lower half bits 0..3 the kind (WireKind), bits 4..15 the LL payload
-// size or the full format's continuation slots.
+// size or the full format's continuation slots, bits 16..17 the communicator's matching mode (the
+// receiver's matcher needs no table lookup for it).
 //   LL   (<= 20 bytes): every word has the stamp in its upper half; lower halves: kind|size, tag,
 //        context id | sender rank << 8, then the payload 4 bytes per word.
 //   full: word 1 tag | (context id | sender rank << 8) << 32, word 2 bytes, word 3 the sender's
@@ -29,6 +30,7 @@ struct Header {
   uint32_t sreq;  // rendezvous: the sender's request index
   uint64_t bytes;
   uint64_t offset;                 // rendezvous by get: the source's heap offset
+  uint32_t mode;                   // the communicator's Mode
   uint32_t data[kLLMaxBytes / 4];  // LL payload, 4 bytes per word (little-endian)
 };
 
@@ -71,7 +73,7 @@ GPUCOMM_MSG_FN uint32_t rank_field(int32_t ctx, int32_t src) {
 GPUCOMM_MSG_FN uint64_t ll_encode(uint64_t ticket, const Header& h, const uint8_t* payload, uint32_t i) {
   uint32_t lo = 0;
   if (i == 0) {
-    lo = h.kind | (static_cast<uint32_t>(h.bytes) << 4);
+    lo = h.kind | (static_cast<uint32_t>(h.bytes) << 4) | ((h.mode & 3u) << 16);
   } else if (i == 1) {
     lo = static_cast<uint32_t>(h.tag);
   } else if (i == 2) {
@@ -82,8 +84,8 @@ GPUCOMM_MSG_FN uint64_t ll_encode(uint64_t ticket, const Header& h, const uint8_
   return (static_cast<uint64_t>(stamp_of(ticket) | kLLBit) << 32) | lo;
 }
 
-GPUCOMM_MSG_FN uint64_t full_w0(uint64_t ticket, uint32_t kind, uint32_t ncont) {
-  return (static_cast<uint64_t>(stamp_of(ticket)) << 32) | kind | (ncont << 4);
+GPUCOMM_MSG_FN uint64_t full_w0(uint64_t ticket, uint32_t kind, uint32_t ncont, uint32_t mode) {
+  return (static_cast<uint64_t>(stamp_of(ticket)) << 32) | kind | (ncont << 4) | ((mode & 3u) << 16);
 }
 
 // Words 1..7 of the full format (w[0] is left alone).
@@ -112,6 +114,7 @@ GPUCOMM_MSG_FN void ll_decode(const uint64_t* w, Header& h) {
   h.kind = w0 & 15u;
   h.ncont = 0;
   h.bytes = (w0 >> 4) & 0xfffu;
+  h.mode = (w0 >> 16) & 3u;
   h.tag = static_cast<int32_t>(static_cast<uint32_t>(w[1]));
   const uint32_t rf = static_cast<uint32_t>(w[2]);
   h.ctx = static_cast<int32_t>(rf & 0xffu);
@@ -125,6 +128,7 @@ GPUCOMM_MSG_FN void full_decode(uint64_t w0, const uint64_t* w, Header& h) {
   const uint32_t lo = static_cast<uint32_t>(w0);
   h.kind = lo & 15u;
   h.ncont = (lo >> 4) & 0xfffu;
+  h.mode = (lo >> 16) & 3u;
   h.tag = static_cast<int32_t>(static_cast<uint32_t>(w[1]));
   const uint32_t rf = static_cast<uint32_t>(w[1] >> 32);
   h.ctx = static_cast<int32_t>(rf & 0xffu);
