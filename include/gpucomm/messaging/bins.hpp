@@ -28,8 +28,10 @@ namespace gpucomm::msg::bins {
 inline constexpr uint64_t kKeyValid = uint64_t(1) << 63;
 
 GPUCOMM_MSG_FN uint64_t key_of(int32_t ctx, int32_t src, int32_t tag) {
-  const uint64_t s = src == kAnySource ? (uint64_t(1) << 24) : (static_cast<uint64_t>(static_cast<uint32_t>(src)) & 0xffffffu);
-  const uint64_t t = tag == kAnyTag ? (uint64_t(1) << 30) : (static_cast<uint64_t>(static_cast<uint32_t>(tag)) & 0x3fffffffu);
+  const uint64_t s =
+      src == kAnySource ? (uint64_t(1) << 24) : (static_cast<uint64_t>(static_cast<uint32_t>(src)) & 0xffffffu);
+  const uint64_t t =
+      tag == kAnyTag ? (uint64_t(1) << 30) : (static_cast<uint64_t>(static_cast<uint32_t>(tag)) & 0x3fffffffu);
   return kKeyValid | ((static_cast<uint64_t>(static_cast<uint32_t>(ctx)) & 63u) << 56) | (s << 31) | t;
 }
 GPUCOMM_MSG_FN uint32_t key_ctx(uint64_t k) {
@@ -99,7 +101,7 @@ GPUCOMM_MSG_FN bool earlier(uint32_t a, uint32_t b) {
 
 // A key slot decoded: the key, the bin (chunks + 1, positions, count) and the message list.
 struct Slot {
-  uint64_t key;  // 0: empty
+  uint64_t key;     // 0: empty
   uint32_t hc, tc;  // bin: head and tail chunk + 1 (0: no chunk)
   uint32_t hp, tp;  // bin: next entry to take in the head chunk, next free entry in the tail chunk
   uint32_t pn;      // bin: receives
@@ -331,7 +333,8 @@ GPUCOMM_MSG_FN void bin_pop(const B& b, const StateView& s, uint32_t sl, Slot& x
 // Removes the entry of request `slot` with `stamp` from a bin (cancel): the earlier entries move
 // back by one. False when it is not there.
 template <class B>
-GPUCOMM_MSG_OUTLINE bool bin_remove(const B& b, const StateView& s, uint32_t sl, Slot& x, uint32_t slot, uint32_t stamp) {
+GPUCOMM_MSG_OUTLINE bool bin_remove(const B& b, const StateView& s, uint32_t sl, Slot& x, uint32_t slot,
+                                    uint32_t stamp) {
   uint32_t at = x.pn;
   for (uint32_t r = 0; r < x.pn; ++r) {
     const BinEntry& e = bin_nth(s, x, r);
