@@ -40,19 +40,6 @@ struct OpList {
   Op ops[kMaxLaunchOps];
 };
 
-// DiagKind::resource with the request table's size.
-template <class B>
-GPUCOMM_MSG_FN void request_table_full(const B& b, const StateView& s, DiagOp op, int32_t ctx) {
-  Diag d{};
-  d.kind = DiagKind::resource;
-  d.op = op;
-  d.arg = static_cast<uint32_t>(DiagArg::request);
-  d.ctx = ctx;
-  d.peer = -1;
-  d.limit = s.cfg.requests;
-  b.fail(d);
-}
-
 template <class B, class C>
 GPUCOMM_MSG_OUTLINE void run_ops(const B& b, C c, const StateView& s, const OpList& list) {
   Request reqs[kMaxLaunchOps];
@@ -70,20 +57,20 @@ GPUCOMM_MSG_OUTLINE void run_ops(const B& b, C c, const StateView& s, const OpLi
         const proto::SendArgs a{op.buf, op.bytes, op.pe, op.rank, op.tag, op.ctx, op.src, op.active, op.event, op.mode};
         const proto::Started r =
             op.pe == kProcNull ? proto::Started{Request::kProcNull, 0, 0} : proto::send_start(b, c, s, a, false);
-        if (r.error && b.leader(c)) request_table_full(b, s, DiagOp::isend, op.ctx);
+        if (r.error && b.leader(c)) proto::request_table_full(b, s, DiagOp::isend, op.ctx);
         reqs[i] = Request{r.id, r.stamp};
         break;
       }
       case OpKind::recv: {
         const proto::Started r =
             proto::recv_start(b, c, s, proto::RecvArgs{op.buf, op.bytes, op.rank, op.tag, op.ctx, op.mode, op.event});
-        if (r.error && b.leader(c)) request_table_full(b, s, DiagOp::irecv, op.ctx);
+        if (r.error && b.leader(c)) proto::request_table_full(b, s, DiagOp::irecv, op.ctx);
         reqs[i] = Request{r.id, r.stamp};
         break;
       }
       case OpKind::mrecv: {
         const proto::Started r = proto::mrecv_start(b, c, s, op.ctx, op.mode, op.request, op.buf, op.bytes, op.event);
-        if (r.error && b.leader(c)) request_table_full(b, s, DiagOp::mrecv, op.ctx);
+        if (r.error && b.leader(c)) proto::request_table_full(b, s, DiagOp::mrecv, op.ctx);
         reqs[i] = Request{r.id, r.stamp};
         break;
       }

@@ -104,7 +104,9 @@ struct Fixture {
     h.heap_size = hl.total + heap_bytes;
     h.peer_bases = bases;
     h.diag = &diag;
-    h.timeout_ns = 5ull * 1000 * 1000 * 1000;
+    // One OS thread per GPU thread: on a loaded 2-core machine (or under a sanitizer) a blocked
+    // send can wait seconds for a receiver that is only slow.
+    h.timeout_ns = 60ull * 1000 * 1000 * 1000;
     view = msg::detail::carve(cfg, heap, local);
     view.diag = &msg_diag;
     msg::detail::init_bins(cfg, view.bin_next, &view.home[msg::home::kChunkFree]);

@@ -157,28 +157,26 @@ GPUCOMM_MSG_FN bool slot_unused(const Slot& s) {
   return s.pn == 0 && s.un == 0;
 }
 
-// Index of the slot holding key `k`, or -1.
-template <class B>
+// Index of the slot holding key `k`, or -1. kPeek: for lanes that look up in parallel, reads
+// without filling the holder's cache.
+template <bool kPeek = false, class B>
 GPUCOMM_MSG_FN int32_t find(const B& b, const StateView& s, uint64_t k) {
   const uint32_t mask = s.cfg.keys - 1;
   for (uint32_t i = key_home(k, s.cfg.keys), n = 0; n < s.cfg.keys; i = (i + 1) & mask, ++n) {
-    const uint64_t w = b.kw(i, 0);
+    uint64_t w = 0;
+    if constexpr (kPeek) {
+      w = b.kw_peek(i, 0);
+    } else {
+      w = b.kw(i, 0);
+    }
     if (w == k) return static_cast<int32_t>(i);
     if (w == 0) return -1;
   }
   return -1;
 }
-
-// find() for lanes that look up in parallel: reads without filling the holder's cache.
 template <class B>
 GPUCOMM_MSG_FN int32_t find_peek(const B& b, const StateView& s, uint64_t k) {
-  const uint32_t mask = s.cfg.keys - 1;
-  for (uint32_t i = key_home(k, s.cfg.keys), n = 0; n < s.cfg.keys; i = (i + 1) & mask, ++n) {
-    const uint64_t w = b.kw_peek(i, 0);
-    if (w == k) return static_cast<int32_t>(i);
-    if (w == 0) return -1;
-  }
-  return -1;
+  return find<true>(b, s, k);
 }
 
 // ---- chunks of the bins ----

@@ -33,6 +33,19 @@ GPUCOMM_MSG_FN Post recv_post(const RecvArgs& a, uint32_t slot) {
   return p;
 }
 
+// Leader: ends the job with DiagKind::resource naming the request table's size.
+template <class B>
+GPUCOMM_MSG_OUTLINE void request_table_full(const B& b, const StateView& s, DiagOp op, int32_t ctx) {
+  Diag d{};
+  d.kind = DiagKind::resource;
+  d.op = op;
+  d.arg = static_cast<uint32_t>(DiagArg::request);
+  d.ctx = ctx;
+  d.peer = -1;
+  d.limit = s.cfg.requests;
+  b.fail(d);
+}
+
 // A post through the ring with a request slot of its own (leader): the request, or an error.
 template <class B>
 GPUCOMM_MSG_FN Started post_with_slot(const B& b, const StateView& s, Post p) {
@@ -238,7 +251,8 @@ GPUCOMM_MSG_FN bool hold_for(const B& b, C c, const StateView& s, const Request&
     dirty = dirty || any;
     if (b.bcast(c, b.leader(c) && b.own_ready())) break;
     // A send's FIN comes from the receiver's group, not from a round: look after each one.
-    if ((r.id & kIdFin) && (fin = fin_seen(b, c, s, id_slot(r.id)))) break;
+    fin = (r.id & kIdFin) != 0 && fin_seen(b, c, s, id_slot(r.id));
+    if (fin) break;
     if (r.id == 0 && !any) break;
   }
   Look l{};
@@ -521,16 +535,7 @@ GPUCOMM_MSG_OUTLINE bool probe_any(const B& b, C c, const StateView& s, int32_t 
           p.src = src;
           p.tag = tag;
           r = post_with_slot(b, s, p);
-          if (r.error) {
-            Diag d{};
-            d.kind = DiagKind::resource;
-            d.op = op;
-            d.arg = static_cast<uint32_t>(DiagArg::request);
-            d.ctx = ctx;
-            d.peer = -1;
-            d.limit = s.cfg.requests;
-            b.fail(d);
-          }
+          if (r.error) request_table_full(b, s, op, ctx);
         }
         r = b.bcast(c, r);
         q = Request{r.id, r.stamp};

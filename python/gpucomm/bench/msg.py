@@ -357,24 +357,21 @@ def table(res: dict) -> list[str]:
             for name, what in (("rndv_us", "send/recv"), ("put_us", "put + quiet, same block count"),
                                ("rndv_overhead_us", "overhead (send/recv - put)")):
                 lines.append(f"{what:<40} " + " ".join(f"{fmt(point(res, name, 'block', b)):>8}" for b in sizes))
-        counts = sorted({r["ctas"] for r in res["results"] if r["name"] == "msg_rate"})
-        if counts:
-            lines += ["", "8-byte message rate into one receiving warp (1 SM), Mmsg/s: release to last completion "
-                      "[with the posting of the receives]",
-                      f"{'mode':<40} " + " ".join(f"{str(n) + ' warps':>16}" for n in counts)]
+        def rate_table(name, title, column):
+            """Rows per mode of `name` [`name`_with_posting] over its CTA counts (or depths)."""
+            cols = sorted({r["ctas"] for r in res["results"] if r["name"] == name})
+            if not cols:
+                return
+            lines.extend(["", title, f"{'mode':<40} " + " ".join(f"{column(n):>16}" for n in cols)])
             for mode in ("no_any_source", "mpi"):
                 lines.append(f"{mode:<40} " + " ".join(
-                    f"{fmt(point(res, 'msg_rate', mode, 8, n)) + ' [' + fmt(point(res, 'msg_rate_with_posting', mode, 8, n)) + ']':>16}"
-                    for n in counts))
-        depths = sorted({r["ctas"] for r in res["results"] if r["name"] == "msg_rate_depth"})
-        if depths:
-            lines += ["", "the same window (32 sending warps) with D receives posted, D - 768 of them on tags no message "
-                      "uses (half ANY_SOURCE in mpi), Mmsg/s [with posting]",
-                      f"{'mode':<40} " + " ".join(f"{'D = ' + str(d):>16}" for d in depths)]
-            for mode in ("no_any_source", "mpi"):
-                lines.append(f"{mode:<40} " + " ".join(
-                    f"{fmt(point(res, 'msg_rate_depth', mode, 8, d)) + ' [' + fmt(point(res, 'msg_rate_depth_with_posting', mode, 8, d)) + ']':>16}"
-                    for d in depths))
+                    f"{fmt(point(res, name, mode, 8, n)) + ' [' + fmt(point(res, name + '_with_posting', mode, 8, n)) + ']':>16}"
+                    for n in cols))
+
+        rate_table("msg_rate", "8-byte message rate into one receiving warp (1 SM), Mmsg/s: release to last completion "
+                   "[with the posting of the receives]", lambda n: f"{n} warps")
+        rate_table("msg_rate_depth", "the same window (32 sending warps) with D receives posted, D - 768 of them on "
+                   "tags no message uses (half ANY_SOURCE in mpi), Mmsg/s [with posting]", lambda d: f"D = {d}")
         steps = [r for r in res["results"] if r["name"].startswith("step_")]
         if steps:
             lines += ["", "latency breakdown, one group messaging itself alone, ns per call (medians)",
