@@ -15,12 +15,13 @@ __global__ void empty_kernel() {}
 
 // The in-kernel calls, `iters` back to back by one block (kernel_samples_us).
 __global__ void barrier_loop(const __grid_constant__ DeviceHandle h, const __grid_constant__ coll::CollHandle ch,
-                             int iters) {
-  for (int i = 0; i < iters; ++i) coll::device::barrier(coop::Block{}, h, ch);
+                             coll::Algorithm a, int iters) {
+  for (int i = 0; i < iters; ++i) coll::device::barrier(coop::Block{}, h, ch, a);
 }
 __global__ void allreduce_loop(const __grid_constant__ DeviceHandle h, const __grid_constant__ coll::CollHandle ch,
-                               const float* send, float* recv, size_t count, int iters) {
-  for (int i = 0; i < iters; ++i) coll::device::allreduce(coop::Block{}, h, ch, send, recv, count, coll::RedOp::sum);
+                               const float* send, float* recv, size_t count, coll::Algorithm a, int iters) {
+  for (int i = 0; i < iters; ++i)
+    coll::device::allreduce(coop::Block{}, h, ch, send, recv, count, coll::RedOp::sum, a);
 }
 
 class GpuHarness final : public Harness {
@@ -79,8 +80,8 @@ class GpuHarness final : public Harness {
   double enqueue_us(const CollCall& call, int iters, int samples) override {
     return host_time_us([&] { call(rt_.stream()); }, iters, samples, "the enqueued collectives");
   }
-  std::vector<double> kernel_samples_us(coll::Collectives& coll, size_t bytes, int iters, int samples, unsigned threads,
-                                        long long* wrong) override {
+  std::vector<double> kernel_samples_us(coll::Collectives& coll, size_t bytes, coll::Algorithm a, int iters,
+                                        int samples, unsigned threads, long long* wrong) override {
     const DeviceHandle h = rt_.device_handle();
     const coll::CollHandle ch = coll.handle(rt_.world());
     const size_t count = bytes / sizeof(float);
@@ -97,9 +98,9 @@ class GpuHarness final : public Harness {
       rt_.barrier_all();
       GPUCOMM_CUDA_CHECK(cudaEventRecord(start_, stream_));
       if (count) {
-        allreduce_loop<<<1, threads, 0, stream_>>>(h, ch, send, recv, count, iters);
+        allreduce_loop<<<1, threads, 0, stream_>>>(h, ch, send, recv, count, a, iters);
       } else {
-        barrier_loop<<<1, threads, 0, stream_>>>(h, ch, iters);
+        barrier_loop<<<1, threads, 0, stream_>>>(h, ch, a, iters);
       }
       GPUCOMM_CUDA_CHECK_LAUNCH("the in-kernel collectives");
       GPUCOMM_CUDA_CHECK(cudaEventRecord(stop_, stream_));

@@ -35,9 +35,10 @@ class Harness {
   virtual double launch_floor_us(int iters, int samples) = 0;
   // GPU PEs: microseconds per in-kernel call on the world, `samples` kernels (after one warm-up) of
   // `iters` back-to-back calls by one block of `threads` threads: the barrier (bytes 0) or an f32
-  // sum allreduce of `bytes` out of place (Algorithm::automatic: the handle's rules). `wrong` gets
+  // sum allreduce of `bytes` out of place, by algorithm `a` (automatic: the handle's rules). `wrong` gets
   // the result elements that differ from the number of PEs. Empty on host-memory PEs.
-  virtual std::vector<double> kernel_samples_us(coll::Collectives& coll, size_t bytes, int iters, int samples,
+  virtual std::vector<double> kernel_samples_us(coll::Collectives& coll, size_t bytes, coll::Algorithm a, int iters,
+                                                int samples,
                                                 unsigned threads, long long* wrong) = 0;
 };
 

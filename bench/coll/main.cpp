@@ -47,6 +47,10 @@ void usage(FILE* f) {
                "                    (bytes, comma-separated), one block calling back to back inside a kernel\n"
                "  --kernel-iters N  in-kernel calls per timed kernel (default 1000)\n"
                "  --kernel-threads T  threads of the in-kernel block (default 256)\n"
+               "  --barrier-algo A  algorithm of the in-kernel barrier (auto, oneshot, oneshot_ll, dissemination);\n"
+               "                    the in-kernel allreduce uses --algo\n"
+               "  --force-protocol  one PE: run the N-PE protocol with the PE as its own peer (barrier, oneshot,\n"
+               "                    oneshot_ll; GPUCOMM_COLL_FORCE_PROTOCOL=1) instead of the one-member short-cut\n"
                "  --json FILE       write the results as JSON (rank 0)\n"
                "  --quick           fewer sizes, iterations and samples\n"
                "Time: per call, the median over samples of the slowest PE's mean over `iters` back-to-back\n"
@@ -106,6 +110,8 @@ struct Config {
   std::vector<size_t> kernel_sizes;  // --in-kernel
   int kernel_iters = 1000;
   unsigned kernel_threads = 256;
+  coll::Algorithm barrier_algo = coll::Algorithm::automatic;  // --barrier-algo
+  bool force_protocol = false;
 };
 
 Config parse_args(int argc, char** argv, bool* help) {
@@ -161,6 +167,11 @@ Config parse_args(int argc, char** argv, bool* help) {
       cfg.kernel_iters = static_cast<int>(parse_num(next(), a));
     } else if (a == "--kernel-threads") {
       cfg.kernel_threads = static_cast<unsigned>(parse_num(next(), a));
+    } else if (a == "--barrier-algo") {
+      const std::string v = next();
+      if (!coll::parse_algorithm(v.c_str(), &cfg.barrier_algo)) raise_arg(kTool, a, "unknown algorithm '" + v + "'");
+    } else if (a == "--force-protocol") {
+      cfg.force_protocol = true;
     } else if (a == "--quick") {
       quick = true;
     } else if (a == "-h" || a == "--help") {
@@ -220,6 +231,13 @@ void combine(Runtime& rt, const std::vector<double>& samples, long long wrong, M
   m->wrong = total_wrong;
 }
 
+// Whether a call runs the one-member short-cut (GPU PEs, a team of one, the protocol not forced).
+bool runs_alone(const Config& cfg, bool gpu, int n, coll::CollOp op, coll::Algorithm a) {
+  if (!gpu || n != 1) return false;
+  return !(cfg.force_protocol && (op == coll::CollOp::barrier || a == coll::Algorithm::oneshot ||
+                                  a == coll::Algorithm::oneshot_ll));
+}
+
 Measured measure(Runtime& rt, coll::Collectives& coll, Harness& h, const Config& cfg, const Case& c, void* send_alloc,
                  void* recv_alloc, bool graph) {
   Measured m;
@@ -227,7 +245,7 @@ Measured measure(Runtime& rt, coll::Collectives& coll, Harness& h, const Config&
   const CaseBuffers b = place(c, send_alloc, recv_alloc);
   const coll::Choice choice = coll.plan(c.op, c.dt, plan_bytes(c), team, cfg.opts);
   // A one-member team runs no protocol on GPU PEs (a copy kernel, or nothing in place).
-  const bool alone = h.gpu() && team.size() == 1;
+  const bool alone = runs_alone(cfg, h.gpu(), team.size(), c.op, choice.algorithm);
   m.ctas = alone ? 0 : choice.channels;
   m.algorithm = alone ? "one-member" : coll::algorithm_name(choice.algorithm);
   const CollCall call = make_call(coll, team, c, b, cfg.opts);
@@ -284,6 +302,8 @@ int run(int argc, char** argv) {
   std::string cmdline;
   for (int i = 0; i < argc; ++i) cmdline += (i ? " " : "") + std::string(argv[i]);
 
+  // Read when the team's workspace is made (coll.prepare below).
+  if (cfg.force_protocol) setenv("GPUCOMM_COLL_FORCE_PROTOCOL", "1", 1);
   Runtime rt;
   const bool gpu = rt.pe_kind() == PeKind::gpu;
   const int n = rt.size(), me = rt.rank();
@@ -369,10 +389,15 @@ int run(int argc, char** argv) {
       Case c = make_case(op, coll::DataType::f32, coll::RedOp::sum, b, false, n, me);
       long long wrong = -1;
       Measured m;
-      combine(rt, h->kernel_samples_us(coll, b, cfg.kernel_iters, cfg.samples, cfg.kernel_threads, &wrong), wrong, &m);
+      const coll::Algorithm asked = b ? cfg.opts.algorithm : cfg.barrier_algo;
+      coll::CollOptions o;
+      o.algorithm = asked;
+      const coll::Algorithm ran = coll.plan(op, c.dt, b, rt.world(), o).algorithm;
+      combine(rt, h->kernel_samples_us(coll, b, asked, cfg.kernel_iters, cfg.samples, cfg.kernel_threads, &wrong),
+              wrong, &m);
       m.ran = true;
       m.ctas = 1;
-      m.algorithm = n == 1 ? "one-member" : coll::algorithm_name(coll.plan(op, c.dt, b, rt.world()).algorithm);
+      m.algorithm = runs_alone(cfg, gpu, n, op, ran) ? "one-member" : coll::algorithm_name(ran);
       m.algbw = m.time_us > 0 ? static_cast<double>(b) / m.time_us / 1e3 : 0;
       m.busbw = m.algbw * bus_factor(c);
       results.push_back(json_result(c, "kernel", "out", m));

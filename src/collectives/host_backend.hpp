@@ -31,6 +31,7 @@ class HostBackend {
   void sync() {}
   int rank() const { return h_.team.rank; }
   int size() const { return h_.team.size; }
+  bool forced() const { return (h_.flags & kCollForceProtocol) != 0; }
   uint32_t channel() const { return c_; }
   const ChanView& view() const { return v_; }
   uint64_t bcast(uint64_t v) { return v; }

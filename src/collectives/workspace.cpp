@@ -74,6 +74,7 @@ Settings read_settings() {
   s.ll = align_down(static_cast<uint64_t>(env_range("GPUCOMM_COLL_LL", 64 << 10, 1 << 10, 1LL << 30)), 256);
   s.pool = static_cast<uint64_t>(env_range("GPUCOMM_COLL_POOL", 0, 0, 1LL << 40));
   s.threads = static_cast<uint32_t>(env_range("GPUCOMM_COLL_THREADS", 512, 32, 1024));
+  s.force_protocol = env_range("GPUCOMM_COLL_FORCE_PROTOCOL", 0, 0, 1) != 0;
   if (s.threads % 32 != 0) {
     raise(Errc::invalid_argument, "environment",
           "GPUCOMM_COLL_THREADS=" + std::to_string(s.threads) + " is not a multiple of 32");
@@ -217,7 +218,7 @@ std::unique_ptr<TeamState> make_team_state(Runtime& rt, Pool& pool, const Settin
   h.team = rt.device_team(team);
   h.ws = ws;
   h.channels = s.channels;
-  h.flags = all_direct ? kCollAllDirect : 0u;
+  h.flags = (all_direct ? kCollAllDirect : 0u) | (s.force_protocol && n == 1 ? kCollForceProtocol : 0u);
   h.slot_bytes = ts->sizes.slot;
   h.ring_bytes = ts->sizes.ring;
   h.ll_bytes = ts->sizes.ll;

@@ -17,6 +17,7 @@ struct Settings {
   uint64_t ll = 0;         // GPUCOMM_COLL_LL: LL bytes per channel and parity
   uint64_t pool = 0;       // GPUCOMM_COLL_POOL (0: automatic)
   uint32_t threads = 512;  // GPUCOMM_COLL_THREADS
+  bool force_protocol = false;  // GPUCOMM_COLL_FORCE_PROTOCOL
 };
 Settings read_settings();
 // The sizes of a workspace for a team of n.

@@ -106,6 +106,9 @@ constexpr Variable kVariables[] = {
     {"GPUCOMM_COLL_ALGO", "",
      "Collectives: algorithm override for every operation that implements it (`ring`) or per operation "
      "(`allreduce=twoshot,allgather=ring`); unset, the cost model chooses (docs/COLLECTIVES.md)."},
+    {"GPUCOMM_COLL_FORCE_PROTOCOL", "0",
+     "Collectives, for benchmarks on one GPU: 1 makes a one-member team run the N-PE protocol of the one-shot, "
+     "low-latency and barrier algorithms with itself as its peer, instead of a copy or nothing."},
     {"GPUCOMM_COLL_MAX_CTAS", "8",
      "Collectives: channels of each team workspace, and the most CTAs a host-API collective launches (1-64)."},
     {"GPUCOMM_COLL_SCRATCH", "256K",

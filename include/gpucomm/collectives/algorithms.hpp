@@ -126,10 +126,13 @@ GPUCOMM_HD uint64_t part_size(uint64_t len, uint64_t parts, size_t elem) {
 }
 
 // Peer sets, as "call f(q) for every q of the set".
+// Every member but `me`; a one-member team is its own peer (the algorithms run at n == 1 only when
+// the protocol is forced: kCollForceProtocol).
 struct Others {
   int n, me;
   template <class F>
   GPUCOMM_HD void operator()(F&& f) const {
+    if (n == 1) f(me);
     for (int k = 1; k < n; ++k) f((me + k) % n);
   }
 };
@@ -924,6 +927,14 @@ GPUCOMM_COLL_FN void barrier_dissemination(B& b, const Call& call) {
 
 // ---------------------------------------------------------------- dispatch
 
+// Whether a one-member team runs `call`'s protocol with itself as its peer (kCollForceProtocol):
+// the one-shot, LL and barrier algorithms; the others keep the one-member short-cut.
+template <class B>
+GPUCOMM_COLL_FN bool forced_alone(const B& b, const Call& call) {
+  if (!b.forced()) return false;
+  return call.op == CollOp::barrier || call.algo == Algorithm::oneshot || call.algo == Algorithm::oneshot_ll;
+}
+
 // The part of `call` this channel does, for operations that combine values. Every member calls it
 // with the same call on every channel (0 .. call.channels-1).
 template <DataType DT, class B>
@@ -931,7 +942,7 @@ GPUCOMM_COLL_FN void run_reduction(B& b, const Call& call, const CollHandle& h) 
   using S = typename Num<DT>::S;
   algo::begin_collective(b);
   const Range sl = channel_slice(call.count, call.channels, b.channel(), sizeof(S));
-  if (b.size() == 1) {
+  if (b.size() == 1 && !forced_alone(b, call)) {
     if (call.recv) {
       algo::convert_elems<DT>(b, static_cast<S*>(call.recv) + sl.lo, static_cast<const S*>(call.send) + sl.lo,
                               sl.size());
@@ -960,7 +971,7 @@ GPUCOMM_COLL_FN void run_movement(B& b, const Call& call) {
   algo::begin_collective(b);
   if (call.op == CollOp::barrier) {
     b.quiet();
-    if (b.size() == 1 || b.channel() != 0) return;
+    if ((b.size() == 1 && !forced_alone(b, call)) || b.channel() != 0) return;
     if (call.algo == Algorithm::dissemination) return algo::barrier_dissemination(b, call);
     return algo::barrier_oneshot(b, call);
   }
@@ -975,7 +986,7 @@ GPUCOMM_COLL_FN void run_movement(B& b, const Call& call) {
     return algo::alltoallv_oneshot<S>(b, call);
   }
   const Range sl = channel_slice(call.count, call.channels, b.channel(), sizeof(S));
-  if (b.size() == 1) {
+  if (b.size() == 1 && !forced_alone(b, call)) {
     if (call.op != CollOp::broadcast || call.recv)
       algo::copy_elems(b, static_cast<S*>(call.recv) + sl.lo, static_cast<const S*>(call.send) + sl.lo, sl.size());
     return;

@@ -51,6 +51,7 @@ class DeviceBackend {
   __device__ void sync() { coop::sync(c_); }
   __device__ int rank() const { return ch_.team.rank; }
   __device__ int size() const { return ch_.team.size; }
+  __device__ bool forced() const { return (ch_.flags & kCollForceProtocol) != 0; }
   __device__ uint32_t channel() const { return chan_; }
   __device__ const ChanView& view() const { return v_; }
   __device__ uint64_t bcast(uint64_t v) { return gpucomm::detail::broadcast(c_, v); }

@@ -25,6 +25,9 @@ inline constexpr int kNumOps = static_cast<int>(CollOp::last) + 1;
 
 // CollHandle::flags
 inline constexpr uint32_t kCollAllDirect = 1;  // every member is mapped here: LL words may be used
+// A one-member team runs the protocol of the one-shot, LL and barrier algorithms with itself as its
+// peer (GPUCOMM_COLL_FORCE_PROTOCOL: the protocol's cost measured on one GPU).
+inline constexpr uint32_t kCollForceProtocol = 2;
 
 // The failure record of a collective on a GPU PE: written once by the first failing thread, in
 // host-mapped memory, before the kernel leaves through the device failure record

@@ -42,6 +42,10 @@ def register(targets) -> None:
     p.add_argument("--algo", help="algorithm (default: the cost model's choice)")
     p.add_argument("--max-ctas", help="bound on the CTAs of a call")
     p.add_argument("--quick", action="store_true", help="fewer sizes, iterations and samples")
+    p.add_argument("--force-protocol", action="store_true",
+                   help="one PE: run the N-PE protocol with the PE as its own peer (barrier, oneshot, oneshot_ll) "
+                        "instead of the one-member short-cut")
+    p.add_argument("--barrier-algo", help="algorithm of the in-kernel barrier (default: the cost model's choice)")
     p.add_argument("--json", metavar="FILE", help="write the results as JSON")
     p.add_argument("--anchors", action="store_true",
                    help="GPU PEs: also run the NCCL and torch symmetric memory anchors (needs torch) and the "
@@ -56,12 +60,15 @@ def register(targets) -> None:
 def command(args) -> list[str]:
     """The program's command line for the parsed arguments."""
     cmd = [str(find_tool("gpucomm-bench-coll"))]
-    for flag in ("ops", "type", "redop", "minbytes", "maxbytes", "stepfactor", "mode", "algo", "max_ctas"):
+    for flag in ("ops", "type", "redop", "minbytes", "maxbytes", "stepfactor", "mode", "algo", "max_ctas",
+                 "barrier_algo"):
         value = getattr(args, flag)
         if value is not None:
             cmd += ["--" + flag.replace("_", "-"), str(value)]
     if args.quick:
         cmd.append("--quick")
+    if getattr(args, "force_protocol", False):
+        cmd.append("--force-protocol")
     if getattr(args, "in_kernel", None):
         cmd += ["--in-kernel", ",".join(str(b) for b in args.in_kernel), "--kernel-iters", str(kernel_iters(args))]
     if args.json:
