@@ -234,8 +234,7 @@ void combine(Runtime& rt, const std::vector<double>& samples, long long wrong, M
 // Whether a call runs the one-member short-cut (GPU PEs, a team of one, the protocol not forced).
 bool runs_alone(const Config& cfg, bool gpu, int n, coll::CollOp op, coll::Algorithm a) {
   if (!gpu || n != 1) return false;
-  return !(cfg.force_protocol && (op == coll::CollOp::barrier || a == coll::Algorithm::oneshot ||
-                                  a == coll::Algorithm::oneshot_ll));
+  return !(cfg.force_protocol && coll::force_applies(op, a));
 }
 
 Measured measure(Runtime& rt, coll::Collectives& coll, Harness& h, const Config& cfg, const Case& c, void* send_alloc,

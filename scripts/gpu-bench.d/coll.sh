@@ -14,3 +14,8 @@ anchors=()
 python3 -m gpucomm bench coll -n 2 --quick "${anchors[@]}" --ops allreduce,allgather,reduce_scatter,alltoall,barrier \
   --json "$raw/coll.json"
 python3 -m gpucomm bench coll -n 1 --quick --anchors --ops allreduce,allgather -e 64K --json "$raw/coll-np1.json"
+# One PE with the protocol forced (the PE is its own peer, GPUCOMM_COLL_FORCE_PROTOCOL): the
+# in-kernel LL barrier and 8-byte LL allreduce beside NVSHMEM's and NCCL's device API at one PE, and
+# the stream-ordered 8-byte allreduce (eager and replayed in a graph), in the same run.
+python3 -m gpucomm bench coll -n 1 --quick --anchors --force-protocol --algo oneshot_ll --barrier-algo oneshot_ll \
+  --ops allreduce,barrier -e 8 --json "$raw/coll-np1-forced.json"

@@ -207,8 +207,7 @@ struct Collectives::Impl {
   // carries them, and alltoallv's counts on the device are read by the protocol's kernel.
   bool alone(const TeamState& ts, const Call& call, const uint64_t* inline_counts) const {
     if (ts.h.team.size != 1) return false;
-    if ((ts.h.flags & kCollForceProtocol) && call.op != CollOp::alltoallv &&
-        (call.op == CollOp::barrier || call.algo == Algorithm::oneshot || call.algo == Algorithm::oneshot_ll))
+    if ((ts.h.flags & kCollForceProtocol) && force_applies(call.op, call.algo))
       return false;  // the protocol with itself as its peer (GPUCOMM_COLL_FORCE_PROTOCOL)
     if (call.op == CollOp::barrier) return dh.num_queues == 0;
     return call.op != CollOp::alltoallv || inline_counts != nullptr;

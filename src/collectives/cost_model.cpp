@@ -94,7 +94,7 @@ double model_us(CollOp op, Algorithm a, DataType dt, uint64_t bytes, uint32_t ch
   if (a == Algorithm::hierarchical && (t.nodes < 2 || t.per_node <= 0)) return kInf;
   if (op == CollOp::barrier) {
     const LinkParams& lp = link_params(t.nodes > 1 ? LinkClass::network : t.intra);
-    return steps_of(op, a, n) * lp.alpha_us;
+    return steps_of(op, a, n) * (a == Algorithm::oneshot_ll ? lp.ll_alpha_us : lp.alpha_us);
   }
   Sizes s = sizes;
   s.per_node = static_cast<uint32_t>(std::max(t.per_node, 0));

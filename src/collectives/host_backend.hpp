@@ -110,6 +110,16 @@ class HostBackend {
         });
     return seen;
   }
+  uint64_t ll_wait_acquire(const uint64_t* word, uint32_t flag, int q) {
+    const uint64_t seen = ll_wait(word, flag, q);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    return seen;
+  }
+  // Earlier puts complete (rt_.quiet() ends with a fence), then the release the LL stores need.
+  void release_group() {
+    rt_.quiet();
+    std::atomic_thread_fence(std::memory_order_release);
+  }
   [[noreturn]] void fail_mismatch(int q, uint32_t mine, uint32_t theirs) {
     fail_argument(mismatch_text(mine, theirs, q, world(q)));
   }

@@ -95,6 +95,32 @@ int scenario_mismatch(Runtime& rt) {
   return 0;
 }
 
+// On the LL lane: rank 1 calls the barrier while the others call an LL allreduce at the same lane
+// epoch; the header words carry the signatures, so every PE names the operation that differs.
+int scenario_mismatch_lane(Runtime& rt) {
+  Collectives coll(rt);
+  std::vector<float> x(2, 1.0f), y(2);
+  CollOptions o;
+  o.algorithm = Algorithm::oneshot_ll;
+  coll.allreduce(x.data(), y.data(), 2, DataType::f32, RedOp::sum, rt.world(), nullptr, o);  // a good one first
+  PE_CHECK(y[0] == static_cast<float>(rt.size()), "rank %d: the first allreduce gave %g", rt.rank(), y[0]);
+  bool caught = false;
+  try {
+    if (rt.rank() == 1) {
+      coll.barrier(rt.world(), nullptr, o);
+    } else {
+      coll.allreduce(x.data(), y.data(), 2, DataType::f32, RedOp::sum, rt.world(), nullptr, o);
+    }
+  } catch (const Error& e) {
+    const std::string w = e.what();
+    std::printf("rank %d: %s\n", rt.rank(), e.what());
+    caught = e.code() == Errc::invalid_argument && w.find("operation differs") != std::string::npos &&
+             w.find("sequence 2") != std::string::npos;
+  }
+  PE_CHECK(caught, "rank %d: the mismatch on the lane was not reported as expected", rt.rank());
+  return 0;
+}
+
 int scenario_timeout(Runtime& rt) {
   Collectives coll(rt);
   std::vector<int32_t> x(8, 1), y(8);
@@ -200,6 +226,8 @@ int main(int argc, char** argv) {
       rc = scenario_teams(rt);
     } else if (scenario == "mismatch") {
       rc = scenario_mismatch(rt);
+    } else if (scenario == "mismatch_lane") {
+      rc = scenario_mismatch_lane(rt);
     } else if (scenario == "timeout") {
       rc = scenario_timeout(rt);
     } else if (scenario == "raise") {

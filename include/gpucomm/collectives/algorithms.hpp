@@ -22,6 +22,11 @@
 //   void wait_ack(const uint64_t* ack, uint64_t round, q) leader: acquire until ack >= round
 //   void ll_store(q, uint64_t* word, uint64_t v)         one thread: 8-byte store into q's copy
 //   uint64_t ll_wait(const uint64_t* word, uint32_t flag, q)   one thread: poll own word
+//   uint64_t ll_wait_acquire(word, flag, q)              the same with acquire (the barrier)
+//   void release_group()                                 group: earlier accesses and puts complete,
+//                                                        then the leader's release fence at the
+//                                                        scope the team crosses
+//   bool forced()                                        kCollForceProtocol
 //   void fail_counts(q, sent, expected)                  alltoallv count mismatch (does not return)
 //   void quiet()                                         group: complete earlier one-sided puts
 //
@@ -72,8 +77,9 @@ struct ChanView {
   Sizes s;
   GPUCOMM_HD uint64_t* epoch() const { return reinterpret_cast<uint64_t*>(base + lay.local); }
   GPUCOMM_HD uint64_t* seq() const { return epoch() + 1; }
+  GPUCOMM_HD uint64_t* lane() const { return epoch() + 2; }  // the LL lane's epoch
   GPUCOMM_HD uint64_t* sent(uint32_t p, int q) const {
-    return epoch() + 2 + static_cast<uint64_t>(p) * static_cast<uint64_t>(s.n) + static_cast<uint64_t>(q);
+    return epoch() + 3 + static_cast<uint64_t>(p) * static_cast<uint64_t>(s.n) + static_cast<uint64_t>(q);
   }
   GPUCOMM_HD uint64_t* flag(uint32_t p, int src) const {
     return reinterpret_cast<uint64_t*>(base + lay.flags) + static_cast<uint64_t>(p) * static_cast<uint64_t>(s.n) +
@@ -337,7 +343,27 @@ GPUCOMM_COLL_FN void move_oneshot(B& b, const Call& call, Range sl) {
   }
 }
 
-// ---------------------------------------------------------------- low latency (LL)
+// ---------------------------------------------------------------- low latency (LL): the lane
+//
+// The LL algorithms run on the channel's lane: its own epoch (`lane`, this PE's word, apart from
+// the rounds' epoch) and the LL slots of parity lane % 2. Every word a writer stores carries
+// ll_flag(lane) beside 4 bytes of payload (the header word: the call's signature), so a reader
+// polls the words themselves: no flag, no fence, no credit and no acknowledgement. Reuse is safe
+// because every lane round is all-to-all: a writer starts round e + 2 into q's parity p only after
+// reading q's round e + 1, which q wrote after its whole group finished reading round e (each lane
+// round begins with a group barrier, lane_begin). The barrier is a lane round of header words only,
+// released and acquired at the scope the team crosses (docs/COLLECTIVES.md, "The lane").
+
+// Starts a lane round: the next lane epoch, to the whole group (after a group barrier).
+template <class B>
+GPUCOMM_COLL_FN uint64_t lane_begin(B& b) {
+  uint64_t e = 0;
+  if (b.leader()) {
+    e = b.local_load(b.view().lane()) + 1;
+    b.local_store(b.view().lane(), e);
+  }
+  return b.bcast(e);
+}
 
 // Pushes `bytes` of src as LL words into q's LL slot of this PE (header word: the signature).
 template <class B>
@@ -352,19 +378,17 @@ GPUCOMM_COLL_FN void ll_push(B& b, int q, uint32_t p, uint32_t flag, uint32_t si
     std::memcpy(&payload, src + at, take);
     b.ll_store(q, slot + 1 + w, ll_word(flag, payload));
   }
-  if (b.leader()) b.ll_store(q, slot, ll_word(flag, sig));
+  if (b.tid() == b.nthreads() - 1) b.ll_store(q, slot, ll_word(flag, sig));
 }
-// The leader reads every source's header word (the signature) before the group reads data.
+// One thread (the group's last: it has the least data work) checks every source's header word
+// against this call's signature while the others read data; a mismatch fails the call.
 template <class B, class Each>
 GPUCOMM_COLL_FN void ll_headers(B& b, uint32_t p, uint32_t flag, uint32_t sig, Each each) {
-  if (b.leader()) {
-    each([&](int q) {
-      const uint64_t hw = b.ll_wait(b.view().ll(p, q), flag, q);
-      const uint32_t theirs = static_cast<uint32_t>(hw);
-      if (theirs != sig) b.fail_mismatch(q, sig, theirs);
-    });
-  }
-  b.sync();
+  if (b.tid() != b.nthreads() - 1) return;
+  each([&](int q) {
+    const uint32_t theirs = static_cast<uint32_t>(b.ll_wait(b.view().ll(p, q), flag, q));
+    if (theirs != sig) b.fail_mismatch(q, sig, theirs);
+  });
 }
 // Bytes [at, at + take) of source q's LL slot (take <= 8, within one or two words).
 template <class B>
@@ -383,7 +407,8 @@ GPUCOMM_COLL_FN void ll_read(B& b, uint32_t p, int q, uint32_t flag, uint64_t at
   }
 }
 
-// allreduce and reduce-scatter in LL words: groups of elements that fill whole words.
+// allreduce and reduce-scatter in LL words: groups of elements that fill whole words. A one-member
+// team (the protocol forced) reads its own contribution back from its LL slot.
 template <DataType DT, class B>
 GPUCOMM_COLL_FN void reduce_ll(B& b, const Call& call, Range sl) {
   using N = Num<DT>;
@@ -399,7 +424,7 @@ GPUCOMM_COLL_FN void reduce_ll(B& b, const Call& call, Range sl) {
   constexpr uint64_t per = sizeof(S) >= 4 ? 1 : 4 / sizeof(S);  // elements per group
   for (uint64_t off = sl.lo; off < sl.hi; off += w) {
     const uint64_t len = min64(w, sl.hi - off);
-    const uint64_t e = begin_round(b, Others{n, me});
+    const uint64_t e = lane_begin(b);
     const uint32_t p = static_cast<uint32_t>(e & 1), f = ll_flag(e);
     Others{n, me}([&](int q) {
       const S* src = send + (scatter ? static_cast<uint64_t>(q) * blk : 0) + off;
@@ -413,7 +438,7 @@ GPUCOMM_COLL_FN void reduce_ll(B& b, const Call& call, Range sl) {
       A acc[per] = {};
       for (int r = 0; r < n; ++r) {
         S vals[per];
-        if (r == me) {
+        if (r == me && n > 1) {
           for (uint64_t j = 0; j < cnt; ++j) vals[j] = mine[first + j];
         } else {
           ll_read(b, p, r, f, first * sizeof(S), reinterpret_cast<unsigned char*>(vals), cnt * sizeof(S));
@@ -423,7 +448,6 @@ GPUCOMM_COLL_FN void reduce_ll(B& b, const Call& call, Range sl) {
       }
       for (uint64_t j = 0; j < cnt; ++j) recv[off + first + j] = N::from_acc(acc[j]);
     }
-    end_round(b, e, Others{n, me});
   }
 }
 
@@ -436,10 +460,10 @@ GPUCOMM_COLL_FN void allgather_ll(B& b, const Call& call, Range sl) {
   S* recv = static_cast<S*>(call.recv);
   const uint64_t blk = call.count;
   const uint64_t w = ll_payload(v.s) / sizeof(S);
-  copy_elems(b, recv + static_cast<uint64_t>(me) * blk + sl.lo, send + sl.lo, sl.size());
+  if (n > 1) copy_elems(b, recv + static_cast<uint64_t>(me) * blk + sl.lo, send + sl.lo, sl.size());
   for (uint64_t off = sl.lo; off < sl.hi; off += w) {
     const uint64_t len = min64(w, sl.hi - off);
-    const uint64_t e = begin_round(b, Others{n, me});
+    const uint64_t e = lane_begin(b);
     const uint32_t p = static_cast<uint32_t>(e & 1), f = ll_flag(e);
     Others{n, me}([&](int q) {
       ll_push(b, q, p, f, call.sig, reinterpret_cast<const unsigned char*>(send + off), len * sizeof(S));
@@ -453,8 +477,28 @@ GPUCOMM_COLL_FN void allgather_ll(B& b, const Call& call, Range sl) {
         ll_read(b, p, q, f, at, dst + at, take);
       }
     });
-    end_round(b, e, Others{n, me});
   }
+}
+
+// The barrier on the lane: the group's earlier accesses and puts complete, then the leader
+// releases them with one fence, stores the header word (the signature) into every peer's LL slot
+// and acquires every peer's header word in its own: one fence, one store and one poll per peer.
+template <class B>
+GPUCOMM_COLL_FN void barrier_ll(B& b, const Call& call) {
+  const ChanView& v = b.view();
+  const int n = b.size(), me = b.rank();
+  b.release_group();
+  if (b.leader()) {
+    const uint64_t e = b.local_load(v.lane()) + 1;
+    b.local_store(v.lane(), e);
+    const uint32_t p = static_cast<uint32_t>(e & 1), f = ll_flag(e);
+    Others{n, me}([&](int q) { b.ll_store(q, v.ll(p, me), ll_word(f, call.sig)); });
+    Others{n, me}([&](int q) {
+      const uint32_t theirs = static_cast<uint32_t>(b.ll_wait_acquire(v.ll(p, q), f, q));
+      if (theirs != call.sig) b.fail_mismatch(q, call.sig, theirs);
+    });
+  }
+  b.sync();
 }
 
 // ---------------------------------------------------------------- two-shot
@@ -927,12 +971,11 @@ GPUCOMM_COLL_FN void barrier_dissemination(B& b, const Call& call) {
 
 // ---------------------------------------------------------------- dispatch
 
-// Whether a one-member team runs `call`'s protocol with itself as its peer (kCollForceProtocol):
-// the one-shot, LL and barrier algorithms; the others keep the one-member short-cut.
+// Whether a one-member team runs `call`'s protocol with itself as its peer (kCollForceProtocol and
+// force_applies); the other calls keep the one-member short-cut.
 template <class B>
 GPUCOMM_COLL_FN bool forced_alone(const B& b, const Call& call) {
-  if (!b.forced()) return false;
-  return call.op == CollOp::barrier || call.algo == Algorithm::oneshot || call.algo == Algorithm::oneshot_ll;
+  return b.forced() && force_applies(call.op, call.algo);
 }
 
 // The part of `call` this channel does, for operations that combine values. Every member calls it
@@ -970,6 +1013,8 @@ template <class S, class B>
 GPUCOMM_COLL_FN void run_movement(B& b, const Call& call) {
   algo::begin_collective(b);
   if (call.op == CollOp::barrier) {
+    if (call.algo == Algorithm::oneshot_ll && b.channel() == 0 && (b.size() > 1 || forced_alone(b, call)))
+      return algo::barrier_ll(b, call);
     b.quiet();
     if ((b.size() == 1 && !forced_alone(b, call)) || b.channel() != 0) return;
     if (call.algo == Algorithm::dissemination) return algo::barrier_dissemination(b, call);

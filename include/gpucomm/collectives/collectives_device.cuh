@@ -104,7 +104,27 @@ class DeviceBackend {
     if (r == nullptr) fail_argument(q, 0, 0);
     mem::store<mem::kSystem>(r, value, mem::relaxed);
   }
-  __device__ uint64_t ll_wait(const uint64_t* word, uint32_t flag, int q) { return poll_relaxed(word, flag, q); }
+  __device__ uint64_t ll_wait(const uint64_t* word, uint32_t flag, int q) {
+    return poll_ll<mem::kSystem>(word, flag, q, mem::relaxed);
+  }
+  // A one-member team (the protocol forced) orders only its own GPU's accesses: device scope.
+  __device__ uint64_t ll_wait_acquire(const uint64_t* word, uint32_t flag, int q) {
+    return ch_.team.size == 1 ? poll_ll<mem::kDevice>(word, flag, q, mem::acquire)
+                              : poll_ll<mem::kSystem>(word, flag, q, mem::acquire);
+  }
+  // Every thread's accesses (and the proxy's completion of the group's puts) before the group
+  // barrier, then one release fence by the leader: cumulative, it covers the whole group's.
+  __device__ void release_group() {
+    proxy::quiet_group(c_, h_);
+    coop::sync(c_);
+    if (leader()) {
+      if (ch_.team.size == 1) {
+        mem::fence<mem::kDevice>(mem::acq_rel);
+      } else {
+        mem::fence<mem::kSystem>(mem::acq_rel);
+      }
+    }
+  }
   __device__ void fail_mismatch(int q, uint32_t mine, uint32_t theirs) {
     CollDiag* d = claim();
     if (d) {
@@ -189,13 +209,15 @@ class DeviceBackend {
       if ((i & 1023u) == 0) check(addr, q, expected, seen, start, (i & 8191u) == 0, missing);
     }
   }
-  // LL words: relaxed polls (the data is in the word itself).
-  __device__ uint64_t poll_relaxed(const uint64_t* addr, uint32_t flag, int q) {
-    uint64_t seen = mem::load<mem::kSystem>(addr, mem::relaxed);
+  // LL words: polls until the word carries `flag` (relaxed: the data is in the word itself;
+  // acquire: the barrier's header word).
+  template <mem::Scope S, class Order>
+  __device__ uint64_t poll_ll(const uint64_t* addr, uint32_t flag, int q, Order order) {
+    uint64_t seen = mem::load<S>(addr, order);
     if (static_cast<uint32_t>(seen >> 32) == flag) return seen;
     const uint64_t start = mem::globaltimer();
     for (uint32_t i = 1;; ++i) {
-      seen = mem::load<mem::kSystem>(addr, mem::relaxed);
+      seen = mem::load<S>(addr, order);
       if (static_cast<uint32_t>(seen >> 32) == flag) return seen;
       if ((i & 1023u) == 0) check(addr, q, flag, seen >> 32, start, (i & 8191u) == 0, [](uint64_t*) {});
     }

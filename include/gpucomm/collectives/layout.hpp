@@ -16,7 +16,7 @@ namespace gpucomm::coll {
 
 inline constexpr uint32_t kCollMagic = 0x4c4c4f43u;  // "COLL" in memory order
 // Bumped whenever CollHandle, the workspace layout or CollDiag change layout or meaning.
-inline constexpr uint16_t kCollVersion = 1;
+inline constexpr uint16_t kCollVersion = 2;
 // Channels a workspace may have (GPUCOMM_COLL_MAX_CTAS is clamped to it).
 inline constexpr int kMaxChannels = 64;
 // Auto-selection rules per operation carried in the handle (size ranges of the cost model).
@@ -28,6 +28,13 @@ inline constexpr uint32_t kCollAllDirect = 1;  // every member is mapped here: L
 // A one-member team runs the protocol of the one-shot, LL and barrier algorithms with itself as its
 // peer (GPUCOMM_COLL_FORCE_PROTOCOL: the protocol's cost measured on one GPU).
 inline constexpr uint32_t kCollForceProtocol = 2;
+// The calls kCollForceProtocol applies to: the barrier, and the unrooted operations of the one-shot
+// and LL algorithms (a rooted one-shot call at one member would be its own root and receiver).
+GPUCOMM_HD constexpr bool force_applies(CollOp op, Algorithm a) {
+  if (op == CollOp::barrier) return true;
+  if (op == CollOp::broadcast || op == CollOp::reduce || op == CollOp::alltoallv) return false;
+  return a == Algorithm::oneshot || a == Algorithm::oneshot_ll;
+}
 
 // The failure record of a collective on a GPU PE: written once by the first failing thread, in
 // host-mapped memory, before the kernel leaves through the device failure record
@@ -89,7 +96,7 @@ void validate_handle(const CollHandle& h, const char* what);
 //   [0, 128)                grid barrier: count (u32), generation (u32)
 //   [128, 128 + 4 n)        node table (int32), padded to 128
 //   channel c at channel_offset + c * channel_stride:
-//     local words: epoch, seq (u64), then sent[2][n] (u64)   written and read by this PE only
+//     local words: epoch, seq, lane (u64), then sent[2][n] (u64)   written and read by this PE only
 //     flags[2][n]            flags[p][i] written by team rank i only
 //     acks[n]                acks[i] written by team rank i only
 //     scratch[2][n * slot_bytes + ring_bytes]   slot i written by team rank i; the ring region by
@@ -109,7 +116,7 @@ GPUCOMM_HD constexpr ChannelLayout channel_layout(int n, uint64_t slot_bytes, ui
   ChannelLayout l{};
   const uint64_t un = static_cast<uint64_t>(n);
   l.local = 0;
-  l.flags = align_up(8 * (2 + 2 * un), 128);
+  l.flags = align_up(8 * (3 + 2 * un), 128);
   l.acks = l.flags + align_up(un * 16, 128);
   l.scratch = l.acks + align_up(8 * un, 128);
   l.scratch_parity = un * slot_bytes + ring_bytes;

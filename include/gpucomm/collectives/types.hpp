@@ -91,7 +91,8 @@ GPUCOMM_HD constexpr bool implements(Algorithm a, CollOp op) {
     case Algorithm::oneshot:
       return true;
     case Algorithm::oneshot_ll:
-      return op == CollOp::allreduce || op == CollOp::allgather || op == CollOp::reduce_scatter;
+      return op == CollOp::allreduce || op == CollOp::allgather || op == CollOp::reduce_scatter ||
+             op == CollOp::barrier;
     case Algorithm::twoshot:
       return op == CollOp::allreduce || op == CollOp::reduce || op == CollOp::broadcast;
     case Algorithm::ring:
