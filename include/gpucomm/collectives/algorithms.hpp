@@ -44,8 +44,13 @@
 
 #if defined(__CUDACC__)
 #define GPUCOMM_COLL_FN __device__ inline
+// The bandwidth algorithms stay out of line in kernels: the LL lane and the barrier, inlined into
+// the caller, then run as a short straight path instead of through a large function whose code
+// (every algorithm of the dispatch) misses the instruction cache on every call.
+#define GPUCOMM_COLL_OUTLINE __device__ __noinline__
 #else
 #define GPUCOMM_COLL_FN inline
+#define GPUCOMM_COLL_OUTLINE inline
 #endif
 
 namespace gpucomm::coll {
@@ -250,7 +255,7 @@ GPUCOMM_HD typename Num<DT>::A fold_ranks(RedOp op, int n, X&& x) {
 
 // allreduce, reduce (to root), reduce-scatter: every source pushes into its slot of the reducer.
 template <DataType DT, class B>
-GPUCOMM_COLL_FN void reduce_oneshot(B& b, const Call& call, Range sl) {
+GPUCOMM_COLL_OUTLINE void reduce_oneshot(B& b, const Call& call, Range sl) {
   using N = Num<DT>;
   using S = typename N::S;
   const ChanView& v = b.view();
@@ -296,7 +301,7 @@ GPUCOMM_COLL_FN void reduce_oneshot(B& b, const Call& call, Range sl) {
 
 // allgather, alltoall, broadcast: blocks pushed into the destinations' slots and copied out.
 template <class S, class B>
-GPUCOMM_COLL_FN void move_oneshot(B& b, const Call& call, Range sl) {
+GPUCOMM_COLL_OUTLINE void move_oneshot(B& b, const Call& call, Range sl) {
   const ChanView& v = b.view();
   const int n = b.size(), me = b.rank();
   const S* send = static_cast<const S*>(call.send);
@@ -354,15 +359,21 @@ GPUCOMM_COLL_FN void move_oneshot(B& b, const Call& call, Range sl) {
 // round begins with a group barrier, lane_begin). The barrier is a lane round of header words only,
 // released and acquired at the scope the team crosses (docs/COLLECTIVES.md, "The lane").
 
+// The leader's next lane epoch; the call's first round also bumps the sequence number
+// (begin_collective), both words loaded before either is stored: one memory trip.
+template <class B>
+GPUCOMM_COLL_FN uint64_t next_lane(B& b, bool first) {
+  const ChanView& v = b.view();
+  const uint64_t s = first ? b.local_load(v.seq()) : 0;
+  const uint64_t e = b.local_load(v.lane()) + 1;
+  if (first) b.local_store(v.seq(), s + 1);
+  b.local_store(v.lane(), e);
+  return e;
+}
 // Starts a lane round: the next lane epoch, to the whole group (after a group barrier).
 template <class B>
-GPUCOMM_COLL_FN uint64_t lane_begin(B& b) {
-  uint64_t e = 0;
-  if (b.leader()) {
-    e = b.local_load(b.view().lane()) + 1;
-    b.local_store(b.view().lane(), e);
-  }
-  return b.bcast(e);
+GPUCOMM_COLL_FN uint64_t lane_begin(B& b, bool first) {
+  return b.bcast(b.leader() ? next_lane(b, first) : 0);
 }
 
 // Pushes `bytes` of src as LL words into q's LL slot of this PE (header word: the signature).
@@ -424,7 +435,7 @@ GPUCOMM_COLL_FN void reduce_ll(B& b, const Call& call, Range sl) {
   constexpr uint64_t per = sizeof(S) >= 4 ? 1 : 4 / sizeof(S);  // elements per group
   for (uint64_t off = sl.lo; off < sl.hi; off += w) {
     const uint64_t len = min64(w, sl.hi - off);
-    const uint64_t e = lane_begin(b);
+    const uint64_t e = lane_begin(b, off == sl.lo);
     const uint32_t p = static_cast<uint32_t>(e & 1), f = ll_flag(e);
     Others{n, me}([&](int q) {
       const S* src = send + (scatter ? static_cast<uint64_t>(q) * blk : 0) + off;
@@ -463,7 +474,7 @@ GPUCOMM_COLL_FN void allgather_ll(B& b, const Call& call, Range sl) {
   if (n > 1) copy_elems(b, recv + static_cast<uint64_t>(me) * blk + sl.lo, send + sl.lo, sl.size());
   for (uint64_t off = sl.lo; off < sl.hi; off += w) {
     const uint64_t len = min64(w, sl.hi - off);
-    const uint64_t e = lane_begin(b);
+    const uint64_t e = lane_begin(b, off == sl.lo);
     const uint32_t p = static_cast<uint32_t>(e & 1), f = ll_flag(e);
     Others{n, me}([&](int q) {
       ll_push(b, q, p, f, call.sig, reinterpret_cast<const unsigned char*>(send + off), len * sizeof(S));
@@ -489,8 +500,7 @@ GPUCOMM_COLL_FN void barrier_ll(B& b, const Call& call) {
   const int n = b.size(), me = b.rank();
   b.release_group();
   if (b.leader()) {
-    const uint64_t e = b.local_load(v.lane()) + 1;
-    b.local_store(v.lane(), e);
+    const uint64_t e = next_lane(b, true);
     const uint32_t p = static_cast<uint32_t>(e & 1), f = ll_flag(e);
     Others{n, me}([&](int q) { b.ll_store(q, v.ll(p, me), ll_word(f, call.sig)); });
     Others{n, me}([&](int q) {
@@ -505,7 +515,7 @@ GPUCOMM_COLL_FN void barrier_ll(B& b, const Call& call) {
 
 // allreduce and reduce: reduce-scatter of shards, then all-gather (or gather to the root).
 template <DataType DT, class B>
-GPUCOMM_COLL_FN void reduce_twoshot(B& b, const Call& call, Range sl) {
+GPUCOMM_COLL_OUTLINE void reduce_twoshot(B& b, const Call& call, Range sl) {
   using N = Num<DT>;
   using S = typename N::S;
   const ChanView& v = b.view();
@@ -557,7 +567,7 @@ GPUCOMM_COLL_FN void reduce_twoshot(B& b, const Call& call, Range sl) {
 
 // broadcast: the root scatters shards, then every PE all-gathers them.
 template <class S, class B>
-GPUCOMM_COLL_FN void broadcast_twoshot(B& b, const Call& call, Range sl) {
+GPUCOMM_COLL_OUTLINE void broadcast_twoshot(B& b, const Call& call, Range sl) {
   const ChanView& v = b.view();
   const int n = b.size(), me = b.rank(), root = call.root;
   const S* send = static_cast<const S*>(call.send);
@@ -616,7 +626,7 @@ GPUCOMM_COLL_FN RingPos ring_of(B& b) {
 // partials rounded to the storage type at every hop, then all-gather (allreduce) or a gather of
 // the owned chunks at the root (reduce).
 template <DataType DT, class B>
-GPUCOMM_COLL_FN void reduce_ring(B& b, const Call& call, Range sl) {
+GPUCOMM_COLL_OUTLINE void reduce_ring(B& b, const Call& call, Range sl) {
   using N = Num<DT>;
   using S = typename N::S;
   const ChanView& v = b.view();
@@ -691,7 +701,7 @@ GPUCOMM_COLL_FN void reduce_ring(B& b, const Call& call, Range sl) {
 
 // reduce-scatter along the ring: block of position k starts at position k + 1 and ends at k.
 template <DataType DT, class B>
-GPUCOMM_COLL_FN void reduce_scatter_ring(B& b, const Call& call, Range sl) {
+GPUCOMM_COLL_OUTLINE void reduce_scatter_ring(B& b, const Call& call, Range sl) {
   using N = Num<DT>;
   using S = typename N::S;
   const ChanView& v = b.view();
@@ -727,7 +737,7 @@ GPUCOMM_COLL_FN void reduce_scatter_ring(B& b, const Call& call, Range sl) {
 
 // allgather along the ring.
 template <class S, class B>
-GPUCOMM_COLL_FN void allgather_ring(B& b, const Call& call, Range sl) {
+GPUCOMM_COLL_OUTLINE void allgather_ring(B& b, const Call& call, Range sl) {
   const ChanView& v = b.view();
   const RingPos rp = ring_of(b);
   const int n = rp.n, me = b.rank();
@@ -758,7 +768,7 @@ GPUCOMM_COLL_FN void allgather_ring(B& b, const Call& call, Range sl) {
 // broadcast along the ring from the root: kChainSlots pieces per round, each forwarded as soon
 // as it arrived (a pipelined chain).
 template <class S, class B>
-GPUCOMM_COLL_FN void broadcast_ring(B& b, const Call& call, Range sl) {
+GPUCOMM_COLL_OUTLINE void broadcast_ring(B& b, const Call& call, Range sl) {
   const ChanView& v = b.view();
   const RingPos rp = ring_of(b);
   const int n = rp.n, me = b.rank();
@@ -798,7 +808,7 @@ GPUCOMM_COLL_FN void broadcast_ring(B& b, const Call& call, Range sl) {
 // accumulation type, one-shot exchange of each shard among the PEs of the same local index
 // (the rail; across nodes through the proxy), node-local all-gather of the results.
 template <DataType DT, class B>
-GPUCOMM_COLL_FN void allreduce_hierarchical(B& b, const Call& call, Range sl, const CollHandle& h) {
+GPUCOMM_COLL_OUTLINE void allreduce_hierarchical(B& b, const Call& call, Range sl, const CollHandle& h) {
   using N = Num<DT>;
   using S = typename N::S;
   using A = typename N::A;
@@ -880,7 +890,7 @@ GPUCOMM_COLL_FN void allreduce_hierarchical(B& b, const Call& call, Range sl, co
 // sender's largest share (so every PE knows how many rounds follow); then rounds of at most one
 // slot per pair. Shares: each pair's count is sliced over the channels like a buffer.
 template <class S, class B>
-GPUCOMM_COLL_FN void alltoallv_oneshot(B& b, const Call& call) {
+GPUCOMM_COLL_OUTLINE void alltoallv_oneshot(B& b, const Call& call) {
   const ChanView& v = b.view();
   const int n = b.size(), me = b.rank();
   const uint32_t c = b.channel();
@@ -943,7 +953,7 @@ GPUCOMM_COLL_FN void alltoallv_oneshot(B& b, const Call& call) {
 }
 
 template <class B>
-GPUCOMM_COLL_FN void barrier_oneshot(B& b, const Call& call) {
+GPUCOMM_COLL_OUTLINE void barrier_oneshot(B& b, const Call& call) {
   const ChanView& v = b.view();
   const int n = b.size(), me = b.rank();
   const uint64_t e = begin_round(b, Others{n, me});
@@ -954,7 +964,7 @@ GPUCOMM_COLL_FN void barrier_oneshot(B& b, const Call& call) {
 }
 
 template <class B>
-GPUCOMM_COLL_FN void barrier_dissemination(B& b, const Call& call) {
+GPUCOMM_COLL_OUTLINE void barrier_dissemination(B& b, const Call& call) {
   const ChanView& v = b.view();
   const int n = b.size(), me = b.rank();
   const uint64_t e = begin_round(b, Dissemination{n, me, 1});
@@ -983,8 +993,11 @@ GPUCOMM_COLL_FN bool forced_alone(const B& b, const Call& call) {
 template <DataType DT, class B>
 GPUCOMM_COLL_FN void run_reduction(B& b, const Call& call, const CollHandle& h) {
   using S = typename Num<DT>::S;
-  algo::begin_collective(b);
   const Range sl = channel_slice(call.count, call.channels, b.channel(), sizeof(S));
+  const bool lane = call.algo == Algorithm::oneshot_ll && (b.size() > 1 || forced_alone(b, call));
+  if (lane && sl.size() > 0) return algo::reduce_ll<DT>(b, call, sl);  // its first round bumps seq
+  algo::begin_collective(b);
+  if (lane) return;  // an empty slice
   if (b.size() == 1 && !forced_alone(b, call)) {
     if (call.recv) {
       algo::convert_elems<DT>(b, static_cast<S*>(call.recv) + sl.lo, static_cast<const S*>(call.send) + sl.lo,
@@ -993,8 +1006,6 @@ GPUCOMM_COLL_FN void run_reduction(B& b, const Call& call, const CollHandle& h) 
     return;
   }
   switch (call.algo) {
-    case Algorithm::oneshot_ll:
-      return algo::reduce_ll<DT>(b, call, sl);
     case Algorithm::twoshot:
       return algo::reduce_twoshot<DT>(b, call, sl);
     case Algorithm::ring:
@@ -1011,10 +1022,12 @@ GPUCOMM_COLL_FN void run_reduction(B& b, const Call& call, const CollHandle& h) 
 // Operations that move data (S: any type of the element size) and the barrier.
 template <class S, class B>
 GPUCOMM_COLL_FN void run_movement(B& b, const Call& call) {
+  const bool lane = call.algo == Algorithm::oneshot_ll && (b.size() > 1 || forced_alone(b, call));
+  if (call.op == CollOp::barrier && lane && b.channel() == 0) return algo::barrier_ll(b, call);  // bumps seq
+  const Range sl = channel_slice(call.count, call.channels, b.channel(), sizeof(S));
+  if (call.op == CollOp::allgather && lane && sl.size() > 0) return algo::allgather_ll<S>(b, call, sl);
   algo::begin_collective(b);
   if (call.op == CollOp::barrier) {
-    if (call.algo == Algorithm::oneshot_ll && b.channel() == 0 && (b.size() > 1 || forced_alone(b, call)))
-      return algo::barrier_ll(b, call);
     b.quiet();
     if ((b.size() == 1 && !forced_alone(b, call)) || b.channel() != 0) return;
     if (call.algo == Algorithm::dissemination) return algo::barrier_dissemination(b, call);
@@ -1030,15 +1043,13 @@ GPUCOMM_COLL_FN void run_movement(B& b, const Call& call) {
     }
     return algo::alltoallv_oneshot<S>(b, call);
   }
-  const Range sl = channel_slice(call.count, call.channels, b.channel(), sizeof(S));
+  if (lane) return;  // an empty slice
   if (b.size() == 1 && !forced_alone(b, call)) {
     if (call.op != CollOp::broadcast || call.recv)
       algo::copy_elems(b, static_cast<S*>(call.recv) + sl.lo, static_cast<const S*>(call.send) + sl.lo, sl.size());
     return;
   }
   switch (call.algo) {
-    case Algorithm::oneshot_ll:
-      return algo::allgather_ll<S>(b, call, sl);
     case Algorithm::twoshot:
       return algo::broadcast_twoshot<S>(b, call, sl);
     case Algorithm::ring:
