@@ -20,8 +20,7 @@ __global__ void barrier_loop(const __grid_constant__ DeviceHandle h, const __gri
 }
 __global__ void allreduce_loop(const __grid_constant__ DeviceHandle h, const __grid_constant__ coll::CollHandle ch,
                                const float* send, float* recv, size_t count, coll::Algorithm a, int iters) {
-  for (int i = 0; i < iters; ++i)
-    coll::device::allreduce(coop::Block{}, h, ch, send, recv, count, coll::RedOp::sum, a);
+  for (int i = 0; i < iters; ++i) coll::device::allreduce(coop::Block{}, h, ch, send, recv, count, coll::RedOp::sum, a);
 }
 
 class GpuHarness final : public Harness {

@@ -38,8 +38,7 @@ class Harness {
   // sum allreduce of `bytes` out of place, by algorithm `a` (automatic: the handle's rules). `wrong` gets
   // the result elements that differ from the number of PEs. Empty on host-memory PEs.
   virtual std::vector<double> kernel_samples_us(coll::Collectives& coll, size_t bytes, coll::Algorithm a, int iters,
-                                                int samples,
-                                                unsigned threads, long long* wrong) = 0;
+                                                int samples, unsigned threads, long long* wrong) = 0;
 };
 
 std::unique_ptr<Harness> make_host_harness(Runtime& rt);

@@ -12,11 +12,11 @@
 namespace gpucomm::coll::detail {
 
 struct Settings {
-  uint32_t channels = 8;   // GPUCOMM_COLL_MAX_CTAS
-  uint64_t scratch = 0;    // GPUCOMM_COLL_SCRATCH: source slots per channel and parity (and the ring region)
-  uint64_t ll = 0;         // GPUCOMM_COLL_LL: LL bytes per channel and parity
-  uint64_t pool = 0;       // GPUCOMM_COLL_POOL (0: automatic)
-  uint32_t threads = 512;  // GPUCOMM_COLL_THREADS
+  uint32_t channels = 8;        // GPUCOMM_COLL_MAX_CTAS
+  uint64_t scratch = 0;         // GPUCOMM_COLL_SCRATCH: source slots per channel and parity (and the ring region)
+  uint64_t ll = 0;              // GPUCOMM_COLL_LL: LL bytes per channel and parity
+  uint64_t pool = 0;            // GPUCOMM_COLL_POOL (0: automatic)
+  uint32_t threads = 512;       // GPUCOMM_COLL_THREADS
   bool force_protocol = false;  // GPUCOMM_COLL_FORCE_PROTOCOL
 };
 Settings read_settings();
