@@ -15,9 +15,12 @@ they are copied to the device and back, and the call waits.
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, Union
 
 from .arrays import stream_for
+
+# "world", "node" or a gpucomm.Team (Runtime.split).
+TeamLike = Union[str, Any]
 
 
 def _core():
@@ -57,7 +60,8 @@ def _size(x: Any) -> int:
 
 class Collectives:
     """The collectives of a Runtime (collective over the world: every PE creates it, and closes it
-    before the Runtime). ``team`` is ``"world"`` or ``"node"``; ``algorithm`` an algorithm name
+    before the Runtime). ``team`` is ``"world"``, ``"node"`` or a ``gpucomm.Team`` this PE belongs to
+    (``Runtime.split``; every member of a team calls with it); ``algorithm`` an algorithm name
     (``"auto"``, ``"oneshot"``, ``"oneshot_ll"``, ``"twoshot"``, ``"ring"``, ``"multiring"``,
     ``"hierarchical"``); ``max_ctas`` bounds the CTAs of a call on GPU PEs (0: the default)."""
 
@@ -75,32 +79,32 @@ class Collectives:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def barrier(self, team: str = "world", stream: Any = None) -> None:
+    def barrier(self, team: TeamLike = "world", stream: Any = None) -> None:
         """Every member of the team arrived (earlier puts complete); on GPU PEs ordered on `stream`."""
         self._c.barrier(team, _stream_of(None, stream))
 
-    def allreduce(self, send, recv=None, op: str = "sum", *, team: str = "world", stream: Any = None,
+    def allreduce(self, send, recv=None, op: str = "sum", *, team: TeamLike = "world", stream: Any = None,
                   algorithm: str = "auto", max_ctas: int = 0):
         """Reduces `send` over the team into `recv` (default: in place). Returns `recv`."""
         recv = send if recv is None else recv
         self._c.allreduce(send, recv, op, team, _stream_of(send, stream), algorithm, max_ctas)
         return recv
 
-    def reduce(self, send, recv=None, op: str = "sum", root: int = 0, *, team: str = "world", stream: Any = None,
+    def reduce(self, send, recv=None, op: str = "sum", root: int = 0, *, team: TeamLike = "world", stream: Any = None,
                algorithm: str = "auto", max_ctas: int = 0):
         """Reduces `send` into `recv` on team rank `root` (default: in place). Returns `recv`."""
         recv = send if recv is None else recv
         self._c.reduce(send, recv, op, root, team, _stream_of(send, stream), algorithm, max_ctas)
         return recv
 
-    def broadcast(self, x, root: int = 0, *, recv=None, team: str = "world", stream: Any = None,
+    def broadcast(self, x, root: int = 0, *, recv=None, team: TeamLike = "world", stream: Any = None,
                   algorithm: str = "auto", max_ctas: int = 0):
         """The root's `x` into every PE's `recv` (default: `x`, in place). Returns `recv`."""
         recv = x if recv is None else recv
         self._c.broadcast(x, recv, root, team, _stream_of(x, stream), algorithm, max_ctas)
         return recv
 
-    def allgather(self, send, recv=None, *, team: str = "world", stream: Any = None, algorithm: str = "auto",
+    def allgather(self, send, recv=None, *, team: TeamLike = "world", stream: Any = None, algorithm: str = "auto",
                   max_ctas: int = 0):
         """Every PE's `send`, in team-rank order. Returns `recv` (default: a new 1-D array)."""
         if recv is None:
@@ -108,7 +112,7 @@ class Collectives:
         self._c.allgather(send, recv, team, _stream_of(send, stream), algorithm, max_ctas)
         return recv
 
-    def reduce_scatter(self, send, recv=None, op: str = "sum", *, team: str = "world", stream: Any = None,
+    def reduce_scatter(self, send, recv=None, op: str = "sum", *, team: TeamLike = "world", stream: Any = None,
                        algorithm: str = "auto", max_ctas: int = 0):
         """Block `rank` of the reduction of `send`. Returns `recv` (default: a new 1-D array)."""
         if recv is None:
@@ -119,7 +123,7 @@ class Collectives:
         self._c.reduce_scatter(send, recv, op, team, _stream_of(send, stream), algorithm, max_ctas)
         return recv
 
-    def alltoall(self, send, recv=None, *, team: str = "world", stream: Any = None, max_ctas: int = 0):
+    def alltoall(self, send, recv=None, *, team: TeamLike = "world", stream: Any = None, max_ctas: int = 0):
         """Block j of `send` to team rank j. Returns `recv` (default: a new 1-D array)."""
         if recv is None:
             recv = _empty(send, _size(send))
@@ -127,14 +131,14 @@ class Collectives:
         return recv
 
     def alltoallv(self, send, send_counts: Sequence[int], send_displs: Sequence[int], recv,
-                  recv_counts: Sequence[int], recv_displs: Sequence[int], *, team: str = "world",
+                  recv_counts: Sequence[int], recv_displs: Sequence[int], *, team: TeamLike = "world",
                   stream: Any = None):
         """Counts and displacements in elements, one per team rank. Returns `recv`."""
         self._c.alltoallv(send, list(send_counts), list(send_displs), recv, list(recv_counts), list(recv_displs),
                           team, _stream_of(send, stream))
         return recv
 
-    def plan(self, op: str, dtype: str, nbytes: int, team: str = "world", max_ctas: int = 0) -> dict:
+    def plan(self, op: str, dtype: str, nbytes: int, team: TeamLike = "world", max_ctas: int = 0) -> dict:
         """What a call would run: {"algorithm", "channels", "why"}."""
         return self._c.plan(op, dtype, nbytes, team, max_ctas)
 
@@ -142,8 +146,10 @@ class Collectives:
         """GPU PEs: raises the failure a collective's kernel left (after a synchronization failed)."""
         self._c.check_device()
 
-    def _team_size(self, team: str) -> int:
-        return self.runtime.size if team == "world" else self.runtime.local_size
+    def _team_size(self, team: TeamLike) -> int:
+        if isinstance(team, str):
+            return self.runtime.size if team == "world" else self.runtime.local_size
+        return len(team)
 
 
 def collectives(runtime: Optional[Any] = None) -> Collectives:

@@ -106,10 +106,22 @@ class PyCollectives {
     return *coll_;
   }
   bool gpu() const { return rt_->pe_kind() == PeKind::gpu; }
-  const Team& team(const std::string& name) {
-    if (name == "world") return rt_->world();
-    if (name == "node") return rt_->node();
-    gpucomm::raise_arg("Collectives", "team", "must be 'world' or 'node', not '" + name + "'");
+  // "world", "node" or a gpucomm.Team this PE belongs to (Runtime.split).
+  Team team(nb::handle t) {
+    if (nb::isinstance<nb::str>(t)) {
+      const std::string name = nb::cast<std::string>(t);
+      if (name == "world") return rt_->world();
+      if (name == "node") return rt_->node();
+      gpucomm::raise_arg("Collectives", "team", "must be 'world', 'node' or a gpucomm.Team, not '" + name + "'");
+    }
+    Team* team = nullptr;
+    if (!nb::try_cast<Team*>(t, team, false) || team == nullptr) {
+      throw nb::type_error((std::string("gpucomm: Collectives: team must be 'world', 'node' or a gpucomm.Team, got ") +
+                            nb::type_name(t.type()).c_str())
+                               .c_str());
+    }
+    if (!team->valid()) gpucomm::raise_arg("Collectives", "team", "this Team is not valid (this PE is not a member)");
+    return *team;
   }
   CollOptions options(const std::string& algorithm, int max_ctas) {
     CollOptions o;
@@ -149,6 +161,23 @@ class PyCollectives {
   std::unique_ptr<Collectives> coll_;
 };
 
+// An array argument as it is. No conversion: a C-ordered copy made to satisfy the constraint would
+// receive the result and be thrown away, so a non-contiguous array is refused instead.
+Array array_arg(nb::handle obj, const char* op, const char* arg) {
+  Array a;
+  if (nb::try_cast<Array>(obj, a, false)) return a;
+  nb::ndarray<> any;
+  if (nb::try_cast<nb::ndarray<>>(obj, any, false)) {
+    gpucomm::raise_arg(std::string("Collectives.") + op, arg,
+                       "is not C-contiguous (a Fortran-ordered or strided view); pass a contiguous array "
+                       "(numpy.ascontiguousarray, tensor.contiguous())");
+  }
+  throw nb::type_error((std::string("gpucomm: Collectives.") + op + ": " + arg +
+                        " must be an array (numpy, torch, cupy, or an object with __dlpack__), got " +
+                        nb::type_name(obj.type()).c_str())
+                           .c_str());
+}
+
 size_t count_of(const Array& a) {
   return a.size();
 }
@@ -177,21 +206,24 @@ void bind_collectives(nb::module_& m) {
           nb::arg().none(), nb::arg().none())
       .def(
           "barrier",
-          [](PyCollectives& s, const std::string& team, uintptr_t stream) {
+          [](PyCollectives& s, nb::handle team, uintptr_t stream) {
+            const Team t = s.team(team);  // with the GIL: it reads a Python object
             nb::gil_scoped_release unlocked;
-            s.c().barrier(s.team(team), reinterpret_cast<Stream>(stream));
+            s.c().barrier(t, reinterpret_cast<Stream>(stream));
           },
           kw("team") = "world", kw("stream") = 0)
       .def(
           "allreduce",
-          [](PyCollectives& s, const Array& send, const Array& recv, const std::string& op, const std::string& team,
+          [](PyCollectives& s, nb::handle send_obj, nb::handle recv_obj, const std::string& op, nb::handle team,
              uintptr_t stream, const std::string& algorithm, int max_ctas) {
+            const Array send = array_arg(send_obj, "allreduce", "send");
+            const Array recv = array_arg(recv_obj, "allreduce", "recv");
             const DataType dt = dtype_of(send, "allreduce");
             same_type(dt, dtype_of(recv, "allreduce"), "allreduce");
             need_count(count_of(recv), count_of(send), "allreduce", "recv");
             const RedOp red = parse<RedOp, parse_redop>(op, "reduction");
             const CollOptions o = s.options(algorithm, max_ctas);
-            const Team& t = s.team(team);
+            const Team t = s.team(team);
             s.call(send, recv, stream,
                    [&](void* sp, void* rp, Stream st) { s.c().allreduce(sp, rp, count_of(send), dt, red, t, st, o); });
           },
@@ -199,14 +231,16 @@ void bind_collectives(nb::module_& m) {
           kw("max_ctas") = 0)
       .def(
           "reduce",
-          [](PyCollectives& s, const Array& send, const Array& recv, const std::string& op, int root,
-             const std::string& team, uintptr_t stream, const std::string& algorithm, int max_ctas) {
+          [](PyCollectives& s, nb::handle send_obj, nb::handle recv_obj, const std::string& op, int root,
+             nb::handle team, uintptr_t stream, const std::string& algorithm, int max_ctas) {
+            const Array send = array_arg(send_obj, "reduce", "send");
+            const Array recv = array_arg(recv_obj, "reduce", "recv");
             const DataType dt = dtype_of(send, "reduce");
             same_type(dt, dtype_of(recv, "reduce"), "reduce");
             need_count(count_of(recv), count_of(send), "reduce", "recv");
             const RedOp red = parse<RedOp, parse_redop>(op, "reduction");
             const CollOptions o = s.options(algorithm, max_ctas);
-            const Team& t = s.team(team);
+            const Team t = s.team(team);
             s.call(send, recv, stream, [&](void* sp, void* rp, Stream st) {
               s.c().reduce(sp, rp, count_of(send), dt, red, root, t, st, o);
             });
@@ -215,13 +249,15 @@ void bind_collectives(nb::module_& m) {
           kw("algorithm") = "auto", kw("max_ctas") = 0)
       .def(
           "broadcast",
-          [](PyCollectives& s, const Array& send, const Array& recv, int root, const std::string& team,
-             uintptr_t stream, const std::string& algorithm, int max_ctas) {
+          [](PyCollectives& s, nb::handle send_obj, nb::handle recv_obj, int root, nb::handle team, uintptr_t stream,
+             const std::string& algorithm, int max_ctas) {
+            const Array send = array_arg(send_obj, "broadcast", "send");
+            const Array recv = array_arg(recv_obj, "broadcast", "recv");
             const DataType dt = dtype_of(recv, "broadcast");
             same_type(dt, dtype_of(send, "broadcast"), "broadcast");
             need_count(count_of(send), count_of(recv), "broadcast", "send");
             const CollOptions o = s.options(algorithm, max_ctas);
-            const Team& t = s.team(team);
+            const Team t = s.team(team);
             s.call(send, recv, stream,
                    [&](void* sp, void* rp, Stream st) { s.c().broadcast(sp, rp, count_of(recv), dt, root, t, st, o); });
           },
@@ -229,11 +265,13 @@ void bind_collectives(nb::module_& m) {
           kw("max_ctas") = 0)
       .def(
           "allgather",
-          [](PyCollectives& s, const Array& send, const Array& recv, const std::string& team, uintptr_t stream,
+          [](PyCollectives& s, nb::handle send_obj, nb::handle recv_obj, nb::handle team, uintptr_t stream,
              const std::string& algorithm, int max_ctas) {
+            const Array send = array_arg(send_obj, "allgather", "send");
+            const Array recv = array_arg(recv_obj, "allgather", "recv");
             const DataType dt = dtype_of(send, "allgather");
             same_type(dt, dtype_of(recv, "allgather"), "allgather");
-            const Team& t = s.team(team);
+            const Team t = s.team(team);
             need_count(count_of(recv), count_of(send) * static_cast<size_t>(t.size()), "allgather", "recv");
             const CollOptions o = s.options(algorithm, max_ctas);
             s.call(send, recv, stream,
@@ -242,11 +280,13 @@ void bind_collectives(nb::module_& m) {
           kw("send"), kw("recv"), kw("team") = "world", kw("stream") = 0, kw("algorithm") = "auto", kw("max_ctas") = 0)
       .def(
           "reduce_scatter",
-          [](PyCollectives& s, const Array& send, const Array& recv, const std::string& op, const std::string& team,
+          [](PyCollectives& s, nb::handle send_obj, nb::handle recv_obj, const std::string& op, nb::handle team,
              uintptr_t stream, const std::string& algorithm, int max_ctas) {
+            const Array send = array_arg(send_obj, "reduce_scatter", "send");
+            const Array recv = array_arg(recv_obj, "reduce_scatter", "recv");
             const DataType dt = dtype_of(send, "reduce_scatter");
             same_type(dt, dtype_of(recv, "reduce_scatter"), "reduce_scatter");
-            const Team& t = s.team(team);
+            const Team t = s.team(team);
             need_count(count_of(send), count_of(recv) * static_cast<size_t>(t.size()), "reduce_scatter", "send");
             const RedOp red = parse<RedOp, parse_redop>(op, "reduction");
             const CollOptions o = s.options(algorithm, max_ctas);
@@ -258,11 +298,13 @@ void bind_collectives(nb::module_& m) {
           kw("max_ctas") = 0)
       .def(
           "alltoall",
-          [](PyCollectives& s, const Array& send, const Array& recv, const std::string& team, uintptr_t stream,
+          [](PyCollectives& s, nb::handle send_obj, nb::handle recv_obj, nb::handle team, uintptr_t stream,
              int max_ctas) {
+            const Array send = array_arg(send_obj, "alltoall", "send");
+            const Array recv = array_arg(recv_obj, "alltoall", "recv");
             const DataType dt = dtype_of(send, "alltoall");
             same_type(dt, dtype_of(recv, "alltoall"), "alltoall");
-            const Team& t = s.team(team);
+            const Team t = s.team(team);
             need_count(count_of(recv), count_of(send), "alltoall", "recv");
             const size_t n = static_cast<size_t>(t.size());
             if (count_of(send) % n != 0)
@@ -274,18 +316,29 @@ void bind_collectives(nb::module_& m) {
           kw("send"), kw("recv"), kw("team") = "world", kw("stream") = 0, kw("max_ctas") = 0)
       .def(
           "alltoallv",
-          [](PyCollectives& s, const Array& send, const std::vector<uint64_t>& send_counts,
-             const std::vector<uint64_t>& send_displs, const Array& recv, const std::vector<uint64_t>& recv_counts,
-             const std::vector<uint64_t>& recv_displs, const std::string& team, uintptr_t stream) {
+          [](PyCollectives& s, nb::handle send_obj, const std::vector<uint64_t>& send_counts,
+             const std::vector<uint64_t>& send_displs, nb::handle recv_obj, const std::vector<uint64_t>& recv_counts,
+             const std::vector<uint64_t>& recv_displs, nb::handle team, uintptr_t stream) {
+            const Array send = array_arg(send_obj, "alltoallv", "send");
+            const Array recv = array_arg(recv_obj, "alltoallv", "recv");
             const DataType dt = dtype_of(send, "alltoallv");
             same_type(dt, dtype_of(recv, "alltoallv"), "alltoallv");
-            const Team& t = s.team(team);
+            const Team t = s.team(team);
             const size_t n = static_cast<size_t>(t.size());
             for (const auto* v : {&send_counts, &send_displs, &recv_counts, &recv_displs})
               need_count(v->size(), n, "alltoallv", "a count or displacement list");
             for (size_t i = 0; i < n; ++i) {
-              if (send_displs[i] + send_counts[i] > count_of(send) || recv_displs[i] + recv_counts[i] > count_of(recv))
-                gpucomm::raise_arg("Collectives.alltoallv", "counts/displs", "a block lies outside its array");
+              // Compared without the sum, which could wrap past 2^64.
+              const bool send_out = send_counts[i] > count_of(send) || send_displs[i] > count_of(send) - send_counts[i];
+              const bool recv_out = recv_counts[i] > count_of(recv) || recv_displs[i] > count_of(recv) - recv_counts[i];
+              if (send_out || recv_out) {
+                gpucomm::raise_arg("Collectives.alltoallv", send_out ? "send_displs" : "recv_displs",
+                                   "entry " + std::to_string(i) + ": the block [" +
+                                       std::to_string(send_out ? send_displs[i] : recv_displs[i]) + ", +" +
+                                       std::to_string(send_out ? send_counts[i] : recv_counts[i]) +
+                                       ") lies outside the " + (send_out ? "send" : "recv") + " array of " +
+                                       std::to_string(count_of(send_out ? send : recv)) + " elements");
+              }
             }
             s.call(send, recv, stream, [&](void* sp, void* rp, Stream st) {
               s.c().alltoallv(sp, send_counts.data(), send_displs.data(), rp, recv_counts.data(), recv_displs.data(),
@@ -296,7 +349,7 @@ void bind_collectives(nb::module_& m) {
           kw("team") = "world", kw("stream") = 0)
       .def(
           "plan",
-          [](PyCollectives& s, const std::string& op, const std::string& dtype, uint64_t bytes, const std::string& team,
+          [](PyCollectives& s, const std::string& op, const std::string& dtype, uint64_t bytes, nb::handle team,
              int max_ctas) {
             const Choice c =
                 s.c().plan(parse<CollOp, parse_op>(op, "operation"), parse<DataType, parse_type>(dtype, "dtype"), bytes,

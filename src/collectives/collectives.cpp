@@ -441,6 +441,9 @@ void Collectives::alltoallv(const void* send, const uint64_t* send_counts, const
     for (int i = 0; i < n; ++i) {
       GPUCOMM_CHECK_ARG(send_counts[i] <= (uint64_t{1} << 40) && recv_counts[i] <= (uint64_t{1} << 40), name, "counts",
                         "entry " + std::to_string(i) + " is too large");
+      // Displacements bounded too, so that displacement + count cannot wrap around the address space.
+      GPUCOMM_CHECK_ARG(send_displs[i] <= (uint64_t{1} << 40) && recv_displs[i] <= (uint64_t{1} << 40), name, "displs",
+                        "entry " + std::to_string(i) + " is too large");
       sent += send_counts[i];
       got += recv_counts[i];
     }

@@ -63,6 +63,19 @@ SCRIPT = textwrap.dedent("""
             want = np.concatenate([np.arange(displs[me], displs[me] + me + 1) + 1000 * i for i in range(n)])
             assert (host(recv) == want).all(), host(recv)
             coll.barrier()
+            # A split team: even and odd world ranks, each reduces and gathers on its own members.
+            half = rt.split(rt.world, me % 2)
+            members = [r for r in range(n) if r % 2 == me % 2]
+            z = coll.allreduce(mk(np.full(6, me + 1, np.int64)), mk(np.zeros(6, np.int64)), team=half)
+            assert (host(z) == sum(r + 1 for r in members)).all(), (host(z), members)
+            gz = coll.allgather(mk(np.full(2, me, np.int32)), team=half)
+            assert (host(gz) == np.repeat(np.array(members), 2)).all(), host(gz)
+            coll.barrier(team=half)
+            try:
+                coll.allreduce(mk(np.zeros(2, np.float32)), team=3)
+                raise AssertionError("a team that is neither a name nor a Team was accepted")
+            except TypeError as e:
+                assert "team must be" in str(e), e
             p = coll.plan("allreduce", "float32", 1 << 20)
             assert p["algorithm"] in ("oneshot", "oneshot_ll", "twoshot", "ring", "multiring"), p
             try:
@@ -70,6 +83,21 @@ SCRIPT = textwrap.dedent("""
                 raise AssertionError("a bitwise reduction of floats was accepted")
             except Exception as e:
                 assert "integer types only" in str(e), e
+            # Arrays that are not C-contiguous are refused, never copied behind the caller's back
+            # (the result would land in the copy): a Fortran-ordered and a strided numpy array.
+            for bad, what in [(np.asfortranarray(np.ones((3, 4), np.float32)), "Fortran"),
+                              (np.ones(16, np.float32)[::2], "strided")]:
+                try:
+                    coll.allreduce(bad)
+                    raise AssertionError(f"a {what} array was accepted")
+                except gpucomm.Error as e:
+                    assert "send" in str(e) and "not C-contiguous" in str(e), e
+            # Displacements whose block would wrap past 2^64 are refused, not written out of bounds.
+            try:
+                coll.alltoallv(send, counts, [2**64 - 1] + displs[1:], recv, rc, rd)
+                raise AssertionError("a wrapping displacement was accepted")
+            except gpucomm.Error as e:
+                assert "send_displs" in str(e) and "entry 0" in str(e), e
             if kind == "gpu" and xp is None:
                 # Ordering against torch's own work on its current stream: the input is produced by
                 # a torch kernel right before the call, the result consumed right after.
@@ -103,7 +131,9 @@ def test_collectives_on_host_pes(run_gpucomm, build, script):
     if not _core_built(build):
         pytest.skip("gpucomm._core not built")
     r = run_gpucomm("run", "-n", "3", "--tag-output", "--", sys.executable, script, "host",
-                    env={"GPUCOMM_DEVICE": "host", "GPUCOMM_HEAP_SIZE": "64M"})
+                    env={"GPUCOMM_DEVICE": "host", "GPUCOMM_HEAP_SIZE": "64M",
+                         # three team workspaces (world, node, a split team) in the default pool
+                         "GPUCOMM_COLL_SCRATCH": "64K"})
     assert r.returncode == 0, r.stdout + r.stderr
     for rank in range(3):
         assert f"[{rank}] PY OK rank {rank}" in r.stdout
@@ -120,7 +150,8 @@ def test_collectives_on_gpu_pes(run_gpucomm, build, script):
         pytest.importorskip("cupy")
     # Two PEs sharing GPU 0 (or one GPU each where there are two).
     r = run_gpucomm("run", "-n", "2", "--tag-output", "--", sys.executable, script, "gpu",
-                    env={"GPUCOMM_DEVICE": "gpu", "GPUCOMM_HEAP_SIZE": "256M"}, timeout=600)
+                    env={"GPUCOMM_DEVICE": "gpu", "GPUCOMM_HEAP_SIZE": "256M", "GPUCOMM_COLL_SCRATCH": "64K"},
+                    timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     for rank in range(2):
         assert f"[{rank}] PY OK rank {rank}" in r.stdout
