@@ -77,7 +77,9 @@ class Collectives:
         return self
 
     def __exit__(self, *exc) -> None:
-        self.close()
+        # An exception leaving the block fails the job at once (closing is collective and would wait
+        # for PEs that may be waiting for this one); otherwise a collective close.
+        self._c.__exit__(*exc)
 
     def barrier(self, team: TeamLike = "world", stream: Any = None) -> None:
         """Every member of the team arrived (earlier puts complete); on GPU PEs ordered on `stream`."""

@@ -106,6 +106,7 @@ class PyCollectives {
     return *coll_;
   }
   bool gpu() const { return rt_->pe_kind() == PeKind::gpu; }
+  nb::handle runtime() const { return runtime_; }
   // "world", "node" or a gpucomm.Team this PE belongs to (Runtime.split).
   Team team(nb::handle t) {
     if (nb::isinstance<nb::str>(t)) {
@@ -202,8 +203,11 @@ void bind_collectives(nb::module_& m) {
       .def("close", &PyCollectives::close, "Collective: frees the team workspaces.")
       .def("__enter__", [](nb::handle self) { return self; })
       .def(
-          "__exit__", [](PyCollectives& self, nb::handle, nb::handle, nb::handle) { self.close(); }, nb::arg().none(),
-          nb::arg().none(), nb::arg().none())
+          "__exit__",
+          [](PyCollectives& self, nb::handle type, nb::handle value, nb::handle) {
+            gpucomm::py::exit_block(self.runtime(), type, value, [&] { self.close(); });
+          },
+          nb::arg().none(), nb::arg().none(), nb::arg().none())
       .def(
           "barrier",
           [](PyCollectives& s, nb::handle team, uintptr_t stream) {

@@ -384,8 +384,11 @@ void bind_messenger(nb::module_& m) {
           "runtime"_a)
       .def("__enter__", [](nb::handle self) { return self; })
       .def(
-          "__exit__", [](PyMessenger& self, nb::handle, nb::handle, nb::handle) { self.close(); }, nb::arg().none(),
-          nb::arg().none(), nb::arg().none())
+          "__exit__",
+          [](PyMessenger& self, nb::handle type, nb::handle value, nb::handle) {
+            gpucomm::py::exit_block(self.rt, type, value, [&] { self.close(); });
+          },
+          nb::arg().none(), nb::arg().none(), nb::arg().none())
       .def("close", &PyMessenger::close, "Collective: every PE closes its Messenger after its traffic completed.")
       .def(
           "world",

@@ -3,6 +3,7 @@
 // (bind_runtime.cpp defines the class) and a way to add methods to the class from another file.
 #include <nanobind/nanobind.h>
 
+#include <string>
 #include <utility>
 
 namespace gpucomm {
@@ -36,5 +37,20 @@ class Methods {
  private:
   nanobind::handle cls_;
 };
+
+// __exit__ of an object whose close() is collective (Collectives, Messenger): an exception leaving
+// the with-block fails the job at once through `runtime` (Runtime.abort, naming the exception),
+// because a collective close would wait for PEs that may be waiting for this one; then `close`
+// (which only releases once the runtime is closed).
+template <class Close>
+void exit_block(nanobind::handle runtime, nanobind::handle type, nanobind::handle value, Close&& close) {
+  namespace nb = nanobind;
+  if (!type.is_none() && !nb::cast<bool>(runtime.attr("closed"))) {
+    const std::string why =
+        nb::cast<std::string>(nb::str(type.attr("__name__"))) + ": " + nb::cast<std::string>(nb::str(value));
+    runtime.attr("abort")(why);
+  }
+  close();
+}
 
 }  // namespace gpucomm::py

@@ -123,10 +123,14 @@ class HostBackend {
   [[noreturn]] void fail_mismatch(int q, uint32_t mine, uint32_t theirs) {
     fail_argument(mismatch_text(mine, theirs, q, world(q)));
   }
+  // Only this PE sees it, and the others wait for its part of the exchange: the job fails at once
+  // (as a GPU PE's trapped kernel fails it), so they leave naming this PE instead of timing out.
   [[noreturn]] void fail_counts(int q, uint64_t sent, uint64_t expected) {
-    fail_argument("alltoallv: team rank " + std::to_string(q) + " (world " + std::to_string(world(q)) + ") sends " +
-                  std::to_string(sent) + " elements to this PE, recv_counts[" + std::to_string(q) + "] is " +
-                  std::to_string(expected));
+    const std::string why = "alltoallv: team rank " + std::to_string(q) + " (world " + std::to_string(world(q)) +
+                            ") sends " + std::to_string(sent) + " elements to this PE, recv_counts[" +
+                            std::to_string(q) + "] is " + std::to_string(expected);
+    rt_.bootstrap().abort(context() + ": " + why);
+    fail_argument(why);
   }
 
  private:

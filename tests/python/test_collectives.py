@@ -238,3 +238,60 @@ def test_device_anchors_say_what_is_not_available(tmp_path):
     assert lines[2].split() == ["barrier", "0", "1.500", "3.000", "-"], lines
     assert lines[3].split() == ["allreduce", "8", "2.500", "4.000", "-"], lines
     assert lines[-1] == "# NCCL device API: not available: NCCL not found", lines
+
+
+FAILING_SCRIPT = textwrap.dedent("""
+    import sys, time
+    import numpy as np
+    import gpucomm
+    from gpucomm.collectives import Collectives
+
+    case = sys.argv[1]
+    with gpucomm.Runtime() as rt:
+        me, n = rt.rank, rt.size
+        t0 = time.monotonic()
+        try:
+            with Collectives(rt) as coll:
+                if case == "raise":
+                    # Rank 1 leaves the block with an exception while the others enter an allreduce.
+                    if me == 1:
+                        raise ValueError("boom")
+                    coll.allreduce(np.ones(4, np.float32))
+                else:
+                    # alltoallv counts that only rank 1 can see disagree (rank 0 sends it 2, it expects 1).
+                    counts = [1] * n
+                    if me == 0:
+                        counts[1] = 2
+                    displs = [sum(counts[:j]) for j in range(n)]
+                    try:
+                        coll.alltoallv(np.zeros(sum(counts), np.float32), counts, displs, np.zeros(n, np.float32),
+                                       [1] * n, list(range(n)))
+                    except gpucomm.Error as e:
+                        print(f"rank {me} caught after {time.monotonic() - t0:.2f} s: {type(e).__name__}: {e}",
+                              flush=True)
+                        raise
+        except Exception as e:
+            print(f"rank {me} left after {time.monotonic() - t0:.2f} s: {type(e).__name__}", flush=True)
+            raise
+""")
+
+
+@pytest.mark.parametrize("case", ["raise", "alltoallv"])
+def test_failure_in_a_collectives_block_ends_the_job_at_once(run_gpucomm, build, tmp_path, case):
+    """An exception leaving `with Collectives(...)` on one PE, or an alltoallv count mismatch that only
+    one PE can see, fails the job at once: the others leave their collective within seconds naming
+    that PE, instead of waiting for the timeout (set to 60 s here)."""
+    pytest.importorskip("numpy")
+    if not _core_built(build):
+        pytest.skip("gpucomm._core not built")
+    p = tmp_path / "failing.py"
+    p.write_text(FAILING_SCRIPT)
+    r = run_gpucomm("run", "-n", "3", "--tag-output", "--", sys.executable, str(p), case,
+                    env={"GPUCOMM_DEVICE": "host", "GPUCOMM_HEAP_SIZE": "64M", "GPUCOMM_TIMEOUT": "60"}, timeout=120)
+    out = r.stdout + r.stderr
+    assert r.returncode != 0, out
+    culprit = "ValueError: boom" if case == "raise" else "sends 2 elements to this PE, recv_counts[0] is 1"
+    assert "rank 1 aborted" in out and culprit in out, out
+    import re
+    times = [float(t) for t in re.findall(r"rank [02] left after ([0-9.]+) s", out)]
+    assert len(times) == 2 and max(times) < 10, out
