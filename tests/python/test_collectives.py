@@ -251,6 +251,14 @@ FAILING_SCRIPT = textwrap.dedent("""
         me, n = rt.rank, rt.size
         t0 = time.monotonic()
         try:
+            if case == "messenger":
+                # Rank 1 leaves a Messenger block with an exception; the others wait for its message.
+                with gpucomm.messaging.Messenger(rt) as m:
+                    w = m.world()
+                    if me == 1:
+                        raise ValueError("boom")
+                    w.recv(np.zeros(1), 1, 7)
+                sys.exit(0)
             with Collectives(rt) as coll:
                 if case == "raise":
                     # Rank 1 leaves the block with an exception while the others enter an allreduce.
@@ -276,11 +284,11 @@ FAILING_SCRIPT = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("case", ["raise", "alltoallv"])
+@pytest.mark.parametrize("case", ["raise", "alltoallv", "messenger"])
 def test_failure_in_a_collectives_block_ends_the_job_at_once(run_gpucomm, build, tmp_path, case):
-    """An exception leaving `with Collectives(...)` on one PE, or an alltoallv count mismatch that only
-    one PE can see, fails the job at once: the others leave their collective within seconds naming
-    that PE, instead of waiting for the timeout (set to 60 s here)."""
+    """An exception leaving `with Collectives(...)` or `with Messenger(...)` on one PE, or an alltoallv
+    count mismatch that only one PE can see, fails the job at once: the others leave their call
+    within seconds naming that PE, instead of waiting for the timeout (set to 60 s here)."""
     pytest.importorskip("numpy")
     if not _core_built(build):
         pytest.skip("gpucomm._core not built")
@@ -290,7 +298,7 @@ def test_failure_in_a_collectives_block_ends_the_job_at_once(run_gpucomm, build,
                     env={"GPUCOMM_DEVICE": "host", "GPUCOMM_HEAP_SIZE": "64M", "GPUCOMM_TIMEOUT": "60"}, timeout=120)
     out = r.stdout + r.stderr
     assert r.returncode != 0, out
-    culprit = "ValueError: boom" if case == "raise" else "sends 2 elements to this PE, recv_counts[0] is 1"
+    culprit = "sends 2 elements to this PE, recv_counts[0] is 1" if case == "alltoallv" else "ValueError: boom"
     assert "rank 1 aborted" in out and culprit in out, out
     import re
     times = [float(t) for t in re.findall(r"rank [02] left after ([0-9.]+) s", out)]
