@@ -51,6 +51,19 @@ def _empty(x: Any, n: int) -> Any:
     return np.empty(n, dtype=x.dtype)
 
 
+def _invalid(call: str, arg: str, why: str) -> Exception:
+    """The InvalidArgumentError gpucomm raises for a bad argument, naming the call and the argument."""
+    from .errors import InvalidArgumentError
+    return InvalidArgumentError(f"gpucomm: Collectives.{call}: argument '{arg}': {why}")
+
+
+def _is_floating(x: Any) -> bool:
+    if _module_of(x) == "torch":
+        return bool(x.is_floating_point())
+    kind = getattr(getattr(x, "dtype", None), "kind", "")
+    return kind == "f" or "float" in str(getattr(x, "dtype", ""))
+
+
 def _size(x: Any) -> int:
     n = getattr(x, "size", None)
     if callable(n):  # torch
@@ -87,8 +100,19 @@ class Collectives:
 
     def allreduce(self, send, recv=None, op: str = "sum", *, team: TeamLike = "world", stream: Any = None,
                   algorithm: str = "auto", max_ctas: int = 0):
-        """Reduces `send` over the team into `recv` (default: in place). Returns `recv`."""
+        """Reduces `send` over the team into `recv` (default: in place). Returns `recv`. ``op="avg"``
+        (floating types only): the sum divided by the team size, the division by the array's own
+        framework on its current stream (so no explicit `stream` with device arrays)."""
         recv = send if recv is None else recv
+        if op in ("avg", "average"):
+            if not _is_floating(send):
+                raise _invalid("allreduce", "op", f"average needs a floating type, got {getattr(send, 'dtype', '?')}")
+            if stream is not None and _module_of(recv) in ("torch", "cupy"):
+                raise _invalid("allreduce", "stream", "average divides on the framework's current stream: leave "
+                               "stream unset (or make the stream current)")
+            self._c.allreduce(send, recv, "sum", team, _stream_of(send, stream), algorithm, max_ctas)
+            recv /= self._team_rank_size(team)[1]
+            return recv
         self._c.allreduce(send, recv, op, team, _stream_of(send, stream), algorithm, max_ctas)
         return recv
 
@@ -139,6 +163,71 @@ class Collectives:
         self._c.alltoallv(send, list(send_counts), list(send_displs), recv, list(recv_counts), list(recv_displs),
                           team, _stream_of(send, stream))
         return recv
+
+    # ---- built on alltoallv (its natural form: one exchange, counts per pair) ----
+
+    def gather(self, send, recv=None, root: int = 0, *, team: TeamLike = "world", stream: Any = None):
+        """Every member's `send` (the same size on every member) into `recv` on team rank `root`, in
+        team-rank order. Returns `recv` on the root (default: a new 1-D array), None elsewhere."""
+        rank, n = self._team_rank_size(team)
+        self._check_root(root, n, "gather")
+        c = _size(send)
+        if rank == root and recv is None:
+            recv = _empty(send, c * n)
+        out = recv if rank == root else _empty(send, 0)
+        counts = [0] * n
+        counts[root] = c
+        self.alltoallv(send, counts, [0] * n, out, [c if rank == root else 0] * n,
+                       [j * c for j in range(n)] if rank == root else [0] * n, team=team, stream=stream)
+        return recv if rank == root else None
+
+    def scatter(self, send, recv, root: int = 0, *, team: TeamLike = "world", stream: Any = None):
+        """Block j of the root's `send` (team size x recv's size elements) into team rank j's `recv`;
+        `send` is read on the root only (None elsewhere). Returns `recv`."""
+        rank, n = self._team_rank_size(team)
+        self._check_root(root, n, "scatter")
+        c = _size(recv)
+        if rank == root:
+            if send is None or _size(send) != c * n:
+                raise _invalid("scatter", "send", f"on the root it must hold {n} x {c} elements (team size x recv's "
+                               f"size), got {None if send is None else _size(send)}")
+        src = send if rank == root else _empty(recv, 0)
+        counts = [c if rank == root else 0] * n
+        recv_counts = [0] * n
+        recv_counts[root] = c
+        self.alltoallv(src, counts, [j * c for j in range(n)] if rank == root else [0] * n, recv, recv_counts,
+                       [0] * n, team=team, stream=stream)
+        return recv
+
+    def allgatherv(self, send, counts: Sequence[int], recv=None, *, team: TeamLike = "world", stream: Any = None):
+        """Every member's `send` (team rank j contributes counts[j] elements; the same list on every
+        member) into `recv`, in team-rank order. Returns `recv` (default: a new 1-D array)."""
+        rank, n = self._team_rank_size(team)
+        counts = [int(c) for c in counts]
+        if len(counts) != n:
+            raise _invalid("allgatherv", "counts", f"needs one entry per team rank ({n}), got {len(counts)}")
+        if counts[rank] != _size(send):
+            raise _invalid("allgatherv", "counts", f"entry {rank} (this PE) is {counts[rank]}, send holds "
+                           f"{_size(send)} elements")
+        displs = [sum(counts[:j]) for j in range(n)]
+        if recv is None:
+            recv = _empty(send, sum(counts))
+        self.alltoallv(send, [_size(send)] * n, [0] * n, recv, counts, displs, team=team, stream=stream)
+        return recv
+
+    def _team_rank_size(self, team: TeamLike) -> tuple[int, int]:
+        if isinstance(team, str):
+            if team == "node":
+                return self.runtime.local_rank, self.runtime.local_size
+            if team == "world":
+                return self.runtime.rank, self.runtime.size
+            raise _invalid("Collectives", "team", f"must be 'world', 'node' or a gpucomm.Team, not {team!r}")
+        return team.rank, len(team)
+
+    @staticmethod
+    def _check_root(root: int, n: int, call: str) -> None:
+        if isinstance(root, bool) or not isinstance(root, int) or not 0 <= root < n:
+            raise _invalid(call, "root", f"must be a team rank from 0 to {n - 1}, got {root!r}")
 
     def plan(self, op: str, dtype: str, nbytes: int, team: TeamLike = "world", max_ctas: int = 0) -> dict:
         """What a call would run: {"algorithm", "channels", "why"}."""

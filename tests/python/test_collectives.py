@@ -63,6 +63,30 @@ SCRIPT = textwrap.dedent("""
             want = np.concatenate([np.arange(displs[me], displs[me] + me + 1) + 1000 * i for i in range(n)])
             assert (host(recv) == want).all(), host(recv)
             coll.barrier()
+            # gather, scatter and allgatherv (on alltoallv), and the average.
+            gr = coll.gather(mk(np.full(3, me, np.int32)), root=n - 1)
+            if me == n - 1:
+                assert (host(gr) == np.repeat(np.arange(n), 3)).all(), host(gr)
+            else:
+                assert gr is None
+            sc = coll.scatter(mk(np.arange(2 * n, dtype=np.float64)) if me == 0 else None,
+                              mk(np.zeros(2, np.float64)), root=0)
+            assert (host(sc) == [2 * me, 2 * me + 1]).all(), host(sc)
+            vc = [j + 1 for j in range(n)]
+            av = coll.allgatherv(mk(np.full(me + 1, me, np.int64)), vc)
+            assert (host(av) == np.repeat(np.arange(n), vc)).all(), host(av)
+            mean = coll.allreduce(mk(np.full(5, float(me), np.float32)), op="avg")
+            assert np.allclose(host(mean), (n - 1) / 2), host(mean)
+            try:
+                coll.allreduce(mk(np.zeros(2, np.int32)), op="avg")
+                raise AssertionError("an integer average was accepted")
+            except gpucomm.InvalidArgumentError as e:
+                assert "op" in str(e) and "int32" in str(e), e
+            try:
+                coll.gather(mk(np.zeros(2, np.int32)), root=n)
+                raise AssertionError("a root outside the team was accepted")
+            except gpucomm.InvalidArgumentError as e:
+                assert "root" in str(e), e
             # A split team: even and odd world ranks, each reduces and gathers on its own members.
             half = rt.split(rt.world, me % 2)
             members = [r for r in range(n) if r % 2 == me % 2]
