@@ -13,7 +13,34 @@ std::string call_context(CollOp op, Algorithm a, int team_slot, int team_size, u
   return b;
 }
 
-std::string mismatch_text(uint32_t mine, uint32_t theirs, int peer, int peer_world) {
+namespace {
+
+// The peer's root or channel count when the 17-bit hash of (count, root, channels) is explained by
+// that field alone (tried against every team rank and channel count); "" when it is not.
+std::string hashed_field_text(uint32_t theirs, const HashedArgs& a) {
+  const CollOp op = sig_op(theirs);
+  const uint64_t count = op == CollOp::alltoallv ? 0 : a.count;
+  auto same_hash = [&](int root, uint32_t channels) {
+    return (signature(op, sig_type(theirs), sig_redop(theirs), sig_algorithm(theirs), count, root, channels) >> 15) ==
+           (theirs >> 15);
+  };
+  for (int r = -1; r < a.team_size; ++r) {
+    if (r != a.root && same_hash(r, a.channels)) {
+      return " root differs (" + std::to_string(a.root) + " here, " + std::to_string(r) + " there, by the hash)";
+    }
+  }
+  for (uint32_t c = 1; c <= static_cast<uint32_t>(kMaxChannels); ++c) {
+    if (c != a.channels && same_hash(a.root, c)) {
+      return " channel count differs (" + std::to_string(a.channels) + " here, " + std::to_string(c) +
+             " there, by the hash)";
+    }
+  }
+  return " count differs (" + std::to_string(a.count) + " here; each PE's message names its own)";
+}
+
+}  // namespace
+
+std::string mismatch_text(uint32_t mine, uint32_t theirs, int peer, int peer_world, const HashedArgs& args) {
   std::string s = "team rank " + std::to_string(peer) + " (world " + std::to_string(peer_world) +
                   ") called it with other arguments:";
   bool any = false;
@@ -29,7 +56,7 @@ std::string mismatch_text(uint32_t mine, uint32_t theirs, int peer, int peer_wor
     field("algorithm", algorithm_name(sig_algorithm(mine)), algorithm_name(sig_algorithm(theirs)));
   }
   if ((mine >> 15) != (theirs >> 15)) {
-    s += std::string(any ? ";" : "") + " count, root or channel count differ";
+    s += std::string(any ? ";" : "") + hashed_field_text(theirs, args);
     any = true;
   }
   if (!any) s += " (signature differs)";
@@ -63,7 +90,8 @@ std::string describe(const CollDiag& d, const std::vector<int>& members) {
                   " on team rank " + std::to_string(d.team_rank) + " (world " + std::to_string(d.world_rank) + "): ";
   switch (d.kind) {
     case CollDiag::mismatch:
-      return s + mismatch_text(d.sig_mine, d.sig_theirs, d.peer, d.peer_world);
+      return s + mismatch_text(d.sig_mine, d.sig_theirs, d.peer, d.peer_world,
+                               HashedArgs{d.count, d.root, d.channels, d.team_size});
     case CollDiag::count_mismatch:
       return s + "alltoallv: team rank " + std::to_string(d.peer) + " sends " + std::to_string(d.seen) +
              " elements to this PE, recv_counts[" + std::to_string(d.peer) + "] is " + std::to_string(d.expected);

@@ -121,7 +121,8 @@ class HostBackend {
     std::atomic_thread_fence(std::memory_order_release);
   }
   [[noreturn]] void fail_mismatch(int q, uint32_t mine, uint32_t theirs) {
-    fail_argument(mismatch_text(mine, theirs, q, world(q)));
+    fail_argument(
+        mismatch_text(mine, theirs, q, world(q), HashedArgs{call_.count, call_.root, call_.channels, h_.team.size}));
   }
   // Only this PE sees it, and the others wait for its part of the exchange: the job fails at once
   // (as a GPU PE's trapped kernel fails it), so they leave naming this PE instead of timing out.

@@ -121,6 +121,28 @@ int scenario_mismatch_lane(Runtime& rt) {
   return 0;
 }
 
+// Only the channel count differs (rank 1 asks for 2 channels): the signature's hash of (count, root,
+// channels) differs, and the message names both channel counts (found by trying every count).
+int scenario_mismatch_channels(Runtime& rt) {
+  Collectives coll(rt);
+  std::vector<float> x(64, 1.0f), y(64);
+  bool caught = false;
+  try {
+    CollOptions o;
+    o.algorithm = Algorithm::oneshot;
+    o.channels = rt.rank() == 1 ? 2 : 1;
+    coll.allreduce(x.data(), y.data(), 64, DataType::f32, RedOp::sum, rt.world(), nullptr, o);
+  } catch (const Error& e) {
+    const std::string w = e.what();
+    std::printf("rank %d: %s\n", rt.rank(), e.what());
+    const std::string want =
+        rt.rank() == 1 ? "channel count differs (2 here, 1 there" : "channel count differs (1 here, 2 there";
+    caught = e.code() == Errc::invalid_argument && w.find(want) != std::string::npos;
+  }
+  PE_CHECK(caught, "rank %d: the channel counts were not named", rt.rank());
+  return 0;
+}
+
 int scenario_timeout(Runtime& rt) {
   Collectives coll(rt);
   std::vector<int32_t> x(8, 1), y(8);
@@ -226,6 +248,8 @@ int main(int argc, char** argv) {
       rc = scenario_teams(rt);
     } else if (scenario == "mismatch") {
       rc = scenario_mismatch(rt);
+    } else if (scenario == "mismatch_channels") {
+      rc = scenario_mismatch_channels(rt);
     } else if (scenario == "mismatch_lane") {
       rc = scenario_mismatch_lane(rt);
     } else if (scenario == "timeout") {

@@ -172,6 +172,9 @@ class DeviceBackend {
     d->world_rank = h_.rank;
     d->op = static_cast<uint32_t>(call_.op);
     d->algorithm = static_cast<uint32_t>(call_.algo);
+    d->count = call_.count;
+    d->root = call_.root;
+    d->channels = call_.channels;
     d->channel = chan_;
     d->seq = mem::load<mem::kDevice>(v_.seq(), mem::relaxed);
     d->epoch = mem::load<mem::kDevice>(v_.epoch(), mem::relaxed);

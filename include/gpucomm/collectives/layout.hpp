@@ -55,6 +55,9 @@ struct CollDiag {
   uint64_t expected;  // what was awaited (or this PE's count)
   uint64_t elapsed_ns;
   uint64_t missing[16];  // team ranks that had not arrived (bit i: rank i, the first 1024)
+  uint64_t count;        // this PE's count, root and channels (what the signature hashes)
+  int32_t root;
+  uint32_t channels;
 };
 
 // A team as the collectives see it. Fields below `bytes` change only with kCollVersion.
