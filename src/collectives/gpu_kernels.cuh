@@ -14,6 +14,12 @@ template <DataType DT>
 __global__ void __launch_bounds__(1024)
     reduction_kernel(const __grid_constant__ DeviceHandle h, const __grid_constant__ CollHandle ch,
                      const __grid_constant__ Call call) {
+  if (gridDim.x == 1 && call.count > 0 && straight_to_lane(ch, call)) {
+    // The lane without the dispatch: this backend's state stays in registers (run()).
+    DeviceBackend<coop::Block> lane(coop::Block{}, h, ch, call, 0);
+    algo::reduce_ll<DT>(lane, call, Range{0, call.count});
+    return;
+  }
   DeviceBackend<coop::Block> b(coop::Block{}, h, ch, call, blockIdx.x);
   run_reduction<DT>(b, call, ch);
 }
@@ -22,6 +28,11 @@ template <class S>
 __global__ void __launch_bounds__(1024)
     movement_kernel(const __grid_constant__ DeviceHandle h, const __grid_constant__ CollHandle ch,
                     const __grid_constant__ Call call) {
+  if (gridDim.x == 1 && call.op == CollOp::barrier && straight_to_lane(ch, call)) {
+    DeviceBackend<coop::Block> lane(coop::Block{}, h, ch, call, 0);
+    algo::barrier_ll(lane, call);
+    return;
+  }
   DeviceBackend<coop::Block> b(coop::Block{}, h, ch, call, blockIdx.x);
   run_movement<S>(b, call);
 }

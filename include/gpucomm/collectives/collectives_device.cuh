@@ -322,7 +322,27 @@ __device__ inline void run_typed(B& b, const Call& call, const CollHandle& ch) {
   }
 }
 
-// Runs `call` at the cooperation level of `c`.
+// Every algorithm of the dispatch for `call`, out of line: one copy per type and cooperation level
+// in a kernel, however many call sites it has, and the call sites' own code (the lane below) keeps
+// its state in registers: the backend's address escapes into the out-of-line algorithms only here.
+template <DataType DT, class Coop>
+__device__ __noinline__ void run_dispatch(Coop c, const DeviceHandle& h, const CollHandle& ch, Call call) {
+  DeviceBackend<Coop> b(c, h, ch, call, 0);
+  if (call.algo == Algorithm::oneshot_ll && !(ch.flags & kCollAllDirect)) b.fail_argument(-1, 1, 0);
+  run_typed<DT>(b, call, ch);
+}
+
+// Whether a warp or block call runs on the LL lane straight from its call site: the barrier and
+// the reductions that reduce_ll serves (allreduce, reduce-scatter), over peers that all take direct
+// stores, on teams of two or more members or with the protocol forced at one.
+__device__ inline bool straight_to_lane(const CollHandle& ch, const Call& call) {
+  if (call.algo != Algorithm::oneshot_ll || !(ch.flags & kCollAllDirect)) return false;
+  if (call.op != CollOp::barrier && call.op != CollOp::allreduce && call.op != CollOp::reduce_scatter) return false;
+  return ch.team.size > 1 || ((ch.flags & kCollForceProtocol) && force_applies(call.op, call.algo));
+}
+
+// Runs `call` at the cooperation level of `c`. The lane's protocol is the one the dispatch runs
+// (algo::barrier_ll, algo::reduce_ll): a PE on either path meets a PE on the other.
 template <DataType DT, class Coop>
 __device__ inline void run(Coop c, const DeviceHandle& h, const CollHandle& ch, Call& call) {
   gpucomm::detail::check_handle(h, DeviceOp::wait_until);
@@ -330,9 +350,16 @@ __device__ inline void run(Coop c, const DeviceHandle& h, const CollHandle& ch, 
   call.channels = 1;
   call.sig =
       signature(call.op, call.dt, call.redop, call.algo, call.op == CollOp::alltoallv ? 0 : call.count, call.root, 1);
-  DeviceBackend<Coop> b(c, h, ch, call, 0);
-  if (call.algo == Algorithm::oneshot_ll && !(ch.flags & kCollAllDirect)) b.fail_argument(-1, 1, 0);
-  run_typed<DT>(b, call, ch);
+  if (straight_to_lane(ch, call)) {
+    DeviceBackend<Coop> b(c, h, ch, call, 0);
+    if (call.op == CollOp::barrier) {
+      algo::barrier_ll(b, call);
+    } else {
+      algo::reduce_ll<DT>(b, call, Range{0, call.count});
+    }
+  } else {
+    run_dispatch<DT>(c, h, ch, call);
+  }
   coop::sync(c);
 }
 template <DataType DT>
