@@ -10,10 +10,22 @@ namespace gpucomm::coll::detail {
 
 using KernelFn = void (*)(DeviceHandle, CollHandle, Call);
 
+// Programmatic dependent launch (gpu_launch.cu): a kernel of the host API may start while the
+// stream's previous kernel is still running. It waits here, before its first memory access, for
+// that grid's completion and memory, and then lets the stream's next kernel start in turn (which
+// waits the same way), so a launch's latency overlaps the kernel before it.
+__device__ __forceinline__ void follow_previous_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 template <DataType DT>
 __global__ void __launch_bounds__(1024)
     reduction_kernel(const __grid_constant__ DeviceHandle h, const __grid_constant__ CollHandle ch,
                      const __grid_constant__ Call call) {
+  follow_previous_grid();
   if (gridDim.x == 1 && call.count > 0 && straight_to_lane(ch, call)) {
     // The lane without the dispatch: this backend's state stays in registers (run()).
     DeviceBackend<coop::Block> lane(coop::Block{}, h, ch, call, 0);
@@ -28,6 +40,7 @@ template <class S>
 __global__ void __launch_bounds__(1024)
     movement_kernel(const __grid_constant__ DeviceHandle h, const __grid_constant__ CollHandle ch,
                     const __grid_constant__ Call call) {
+  follow_previous_grid();
   if (gridDim.x == 1 && call.op == CollOp::barrier && straight_to_lane(ch, call)) {
     DeviceBackend<coop::Block> lane(coop::Block{}, h, ch, call, 0);
     algo::barrier_ll(lane, call);
@@ -45,6 +58,7 @@ template <class S>
 __global__ void __launch_bounds__(1024)
     alltoallv_inline_kernel(const __grid_constant__ DeviceHandle h, const __grid_constant__ CollHandle ch,
                             const __grid_constant__ Call call, const __grid_constant__ InlineCounts counts) {
+  follow_previous_grid();
   __shared__ Call c;
   if (threadIdx.x == 0) {
     c = call;

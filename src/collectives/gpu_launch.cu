@@ -15,6 +15,35 @@ cudaError_t preload_kernels() {
   return preload_move();
 }
 
+namespace {
+
+// Whether the current device runs programmatic dependent launches (compute capability 9.0 on).
+bool programmatic_launch() {
+  int dev = 0, major = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return false;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return false;
+  return major >= 9;
+}
+
+// Launches one of the host API's kernels (every one begins with follow_previous_grid()) allowed to
+// start before the stream's previous kernel ends; graphs capture the programmatic edge.
+cudaError_t launch_following(const void* fn, unsigned blocks, unsigned threads, void** args, cudaStream_t s) {
+  static const bool programmatic = programmatic_launch();
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(blocks);
+  cfg.blockDim = dim3(threads);
+  cfg.dynamicSmemBytes = 0;
+  cfg.stream = s;
+  cudaLaunchAttribute attr[1]{};
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = programmatic ? 1 : 0;
+  return cudaLaunchKernelExC(&cfg, fn, args);
+}
+
+}  // namespace
+
 cudaError_t launch(const DeviceHandle& h, const CollHandle& ch, const Call& call, unsigned threads, cudaStream_t s) {
   KernelFn fn = nullptr;
   if (reduces(call.op)) {
@@ -27,7 +56,7 @@ cudaError_t launch(const DeviceHandle& h, const CollHandle& ch, const Call& call
   CollHandle chv = ch;
   Call cv = call;
   void* args[] = {&hv, &chv, &cv};
-  return cudaLaunchKernel(reinterpret_cast<const void*>(fn), dim3(call.channels), dim3(threads), args, 0, s);
+  return launch_following(reinterpret_cast<const void*>(fn), call.channels, threads, args, s);
 }
 
 cudaError_t launch_alltoallv_inline(const DeviceHandle& h, const CollHandle& ch, const Call& call,
@@ -46,8 +75,8 @@ cudaError_t launch_alltoallv_inline(const DeviceHandle& h, const CollHandle& ch,
   CollHandle chv = ch;
   Call cv = call;
   void* args[] = {&hv, &chv, &cv, &counts};
-  return cudaLaunchKernel(reinterpret_cast<const void*>(alltoallv_inline_kernel_for(type_size(call.dt))),
-                          dim3(call.channels), dim3(threads), args, 0, s);
+  return launch_following(reinterpret_cast<const void*>(alltoallv_inline_kernel_for(type_size(call.dt))),
+                          call.channels, threads, args, s);
 }
 
 }  // namespace gpucomm::coll::detail

@@ -361,14 +361,24 @@ GPUCOMM_COLL_OUTLINE void move_oneshot(B& b, const Call& call, Range sl) {
 
 // The leader's next lane epoch; the call's first round also bumps the sequence number
 // (begin_collective), both words loaded before either is stored: one memory trip.
+struct LaneWords {
+  uint64_t seq, lane;
+};
+template <class B>
+GPUCOMM_COLL_FN LaneWords load_lane(B& b, bool first) {
+  const ChanView& v = b.view();
+  return LaneWords{first ? b.local_load(v.seq()) : 0, b.local_load(v.lane())};
+}
+template <class B>
+GPUCOMM_COLL_FN uint64_t store_lane(B& b, bool first, LaneWords w) {
+  const ChanView& v = b.view();
+  if (first) b.local_store(v.seq(), w.seq + 1);
+  b.local_store(v.lane(), w.lane + 1);
+  return w.lane + 1;
+}
 template <class B>
 GPUCOMM_COLL_FN uint64_t next_lane(B& b, bool first) {
-  const ChanView& v = b.view();
-  const uint64_t s = first ? b.local_load(v.seq()) : 0;
-  const uint64_t e = b.local_load(v.lane()) + 1;
-  if (first) b.local_store(v.seq(), s + 1);
-  b.local_store(v.lane(), e);
-  return e;
+  return store_lane(b, first, load_lane(b, first));
 }
 // Starts a lane round: the next lane epoch, to the whole group (after a group barrier).
 template <class B>
@@ -494,13 +504,17 @@ GPUCOMM_COLL_FN void allgather_ll(B& b, const Call& call, Range sl) {
 // The barrier on the lane: the group's earlier accesses and puts complete, then the leader
 // releases them with one fence, stores the header word (the signature) into every peer's LL slot
 // and acquires every peer's header word in its own: one fence, one store and one poll per peer.
+// The leader loads its lane words before the release, so their trip overlaps the group barrier
+// and the fence (only this PE's leaders write them, one collective per team at a time).
 template <class B>
 GPUCOMM_COLL_FN void barrier_ll(B& b, const Call& call) {
   const ChanView& v = b.view();
   const int n = b.size(), me = b.rank();
+  const bool lead = b.leader();
+  const LaneWords words = lead ? load_lane(b, true) : LaneWords{};
   b.release_group();
-  if (b.leader()) {
-    const uint64_t e = next_lane(b, true);
+  if (lead) {
+    const uint64_t e = store_lane(b, true, words);
     const uint32_t p = static_cast<uint32_t>(e & 1), f = ll_flag(e);
     Others{n, me}([&](int q) { b.ll_store(q, v.ll(p, me), ll_word(f, call.sig)); });
     Others{n, me}([&](int q) {

@@ -352,11 +352,8 @@ __device__ inline void run(Coop c, const DeviceHandle& h, const CollHandle& ch, 
       signature(call.op, call.dt, call.redop, call.algo, call.op == CollOp::alltoallv ? 0 : call.count, call.root, 1);
   if (straight_to_lane(ch, call)) {
     DeviceBackend<Coop> b(c, h, ch, call, 0);
-    if (call.op == CollOp::barrier) {
-      algo::barrier_ll(b, call);
-    } else {
-      algo::reduce_ll<DT>(b, call, Range{0, call.count});
-    }
+    if (call.op == CollOp::barrier) return algo::barrier_ll(b, call);  // ends with the group barrier
+    algo::reduce_ll<DT>(b, call, Range{0, call.count});
   } else {
     run_dispatch<DT>(c, h, ch, call);
   }
