@@ -37,8 +37,7 @@ AppInfo global_sum() {
             "put-with-signal of the local sum into every PE's mailbox; each PE waits for the signals "
             "and sums the mailbox in rank order"),
       entry(Model::proxy, S::not_possible, S::planned, "GPU-issued puts through the CPU proxy", kNoGpuIssuer),
-      entry(Model::agent, S::not_possible, S::planned, "GPU-issued puts through the GPU service agent",
-            kNoGpuIssuer),
+      entry(Model::agent, S::not_possible, S::planned, "GPU-issued puts through the GPU service agent", kNoGpuIssuer),
       entry(Model::sendrecv, S::done, S::planned,
             "two-sided: isend of the local sum to every other PE, irecv from each, sum in rank order"),
       entry(Model::am, S::planned, S::planned, "active messages carrying the local sum"),
@@ -71,15 +70,24 @@ AppInfo planned(std::string name, std::string summary) {
 
 const char* model_name(Model m) {
   switch (m) {
-    case Model::loadstore: return "loadstore";
-    case Model::putget: return "putget";
-    case Model::proxy: return "proxy";
-    case Model::agent: return "agent";
-    case Model::sendrecv: return "sendrecv";
-    case Model::am: return "am";
-    case Model::collective: return "collective";
-    case Model::cpu: return "cpu";
-    case Model::patterns: return "patterns";
+    case Model::loadstore:
+      return "loadstore";
+    case Model::putget:
+      return "putget";
+    case Model::proxy:
+      return "proxy";
+    case Model::agent:
+      return "agent";
+    case Model::sendrecv:
+      return "sendrecv";
+    case Model::am:
+      return "am";
+    case Model::collective:
+      return "collective";
+    case Model::cpu:
+      return "cpu";
+    case Model::patterns:
+      return "patterns";
   }
   return "?";
 }
@@ -92,9 +100,12 @@ std::optional<Model> parse_model(std::string_view name) {
 
 const char* support_name(Support s) {
   switch (s) {
-    case Support::done: return "done";
-    case Support::not_possible: return "not-possible";
-    case Support::planned: return "planned";
+    case Support::done:
+      return "done";
+    case Support::not_possible:
+      return "not-possible";
+    case Support::planned:
+      return "planned";
   }
   return "?";
 }

@@ -50,8 +50,8 @@ __global__ void k_cpu(const double* x, uint64_t n, ReduceScratch s, double corru
   if (threadIdx.x == 0) *local_out = local + corrupt;
 }
 
-__global__ void k_loadstore(const double* x, uint64_t n, ReduceScratch s, double corrupt, DeviceHandle h,
-                            Mailbox box, uint64_t step, double* result) {
+__global__ void k_loadstore(const double* x, uint64_t n, ReduceScratch s, double corrupt, DeviceHandle h, Mailbox box,
+                            uint64_t step, double* result) {
   __shared__ double local;
   if (!apps::device::local_reduce(x, n, s, &local) || threadIdx.x != 0) return;
   const double v = local + corrupt;
@@ -71,8 +71,8 @@ __global__ void k_putget(const double* x, uint64_t n, ReduceScratch s, double co
   *box.stage = local + corrupt;
   const size_t mine = box.index(step, box.me);
   for (int p = 0; p < box.n; ++p)
-    gpucomm::device::put_signal(coop::Thread{}, h, box.slots + mine, box.stage, sizeof(double), box.flags + mine,
-                                step, SignalOp::set, p);
+    gpucomm::device::put_signal(coop::Thread{}, h, box.slots + mine, box.stage, sizeof(double), box.flags + mine, step,
+                                SignalOp::set, p);
   *result = gather_sum(h, box, step);
 }
 

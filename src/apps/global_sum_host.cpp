@@ -54,8 +54,8 @@ RunResult timed_loop(Runtime& rt, Model model, const RunConfig& cfg, const Excha
 // the peer sent after it had read step s.
 struct Mailbox {
   Runtime& rt;
-  double* slots;     // [2][size]
-  uint64_t* flags;   // [2][size]: the step whose value is in the slot
+  double* slots;    // [2][size]
+  uint64_t* flags;  // [2][size]: the step whose value is in the slot
   explicit Mailbox(Runtime& r)
       : rt(r),
         slots(static_cast<double*>(r.calloc(2 * static_cast<size_t>(r.size()), sizeof(double)))),
@@ -164,15 +164,21 @@ RunResult run_cpu(Runtime& rt, const RunConfig& cfg) {
 
 RunResult global_sum_host(Runtime& rt, Model model, const RunConfig& cfg) {
   switch (model) {
-    case Model::loadstore: return run_loadstore(rt, cfg);
-    case Model::putget: return run_putget(rt, cfg);
-    case Model::sendrecv: return run_sendrecv(rt, cfg);
-    case Model::collective: return run_collective(rt, cfg);
-    case Model::cpu: return run_cpu(rt, cfg);
-    default: break;
+    case Model::loadstore:
+      return run_loadstore(rt, cfg);
+    case Model::putget:
+      return run_putget(rt, cfg);
+    case Model::sendrecv:
+      return run_sendrecv(rt, cfg);
+    case Model::collective:
+      return run_collective(rt, cfg);
+    case Model::cpu:
+      return run_cpu(rt, cfg);
+    default:
+      break;
   }
-  raise(Errc::unsupported, "global_sum", std::string("model '") + model_name(model) +
-                                             "' is not available on host-memory PEs (gpucomm apps list)");
+  raise(Errc::unsupported, "global_sum",
+        std::string("model '") + model_name(model) + "' is not available on host-memory PEs (gpucomm apps list)");
 }
 
 }  // namespace gpucomm::apps

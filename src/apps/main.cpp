@@ -71,8 +71,10 @@ std::vector<Model> parse_models(const AppInfo& app, const std::string& text, boo
   }
   for (const auto& name : split(text)) {
     const auto m = parse_model(name);
-    if (!m) raise_arg("gpucomm-apps", "--models", "unknown model '" + name + "'; valid models of " + app.name +
-                                                      " on " + kind + ": " + valid_models(app, gpu));
+    if (!m)
+      raise_arg(
+          "gpucomm-apps", "--models",
+          "unknown model '" + name + "'; valid models of " + app.name + " on " + kind + ": " + valid_models(app, gpu));
     for (const auto& e : app.models) {
       if (e.model != *m) continue;
       const Support s = gpu ? e.gpu : e.host;
@@ -94,8 +96,7 @@ int run(int argc, char** argv, const std::string& cmdline) {
   for (const auto& a : catalog())
     if (a.done) names += (names.empty() ? "" : ", ") + a.name;
   if (!app) raise_arg("gpucomm-apps run", "APP", "unknown application '" + std::string(argv[2]) + "'; valid: " + names);
-  if (!app->done)
-    raise_arg("gpucomm-apps run", "APP", app->name + " is planned, not written yet; valid: " + names);
+  if (!app->done) raise_arg("gpucomm-apps run", "APP", app->name + " is planned, not written yet; valid: " + names);
   std::string models_text, sizes_text, json;
   RunConfig cfg;
   for (int i = 3; i < argc; ++i) {
@@ -104,13 +105,20 @@ int run(int argc, char** argv, const std::string& cmdline) {
       if (i + 1 >= argc) raise_arg("gpucomm-apps", name, "needs a value");
       return argv[++i];
     };
-    if (a == "--models") models_text = next("--models");
-    else if (a == "--sizes") sizes_text = next("--sizes");
-    else if (a == "--warmup") cfg.warmup = parse_count(next("--warmup"), "--warmup", 0);
-    else if (a == "--iters") cfg.iters = parse_count(next("--iters"), "--iters", 1);
-    else if (a == "--json") json = next("--json");
-    else if (a == "--corrupt-rank") cfg.corrupt_rank = parse_count(next("--corrupt-rank"), "--corrupt-rank", 0);
-    else raise_arg("gpucomm-apps run", a, "unknown option (see --help)");
+    if (a == "--models")
+      models_text = next("--models");
+    else if (a == "--sizes")
+      sizes_text = next("--sizes");
+    else if (a == "--warmup")
+      cfg.warmup = parse_count(next("--warmup"), "--warmup", 0);
+    else if (a == "--iters")
+      cfg.iters = parse_count(next("--iters"), "--iters", 1);
+    else if (a == "--json")
+      json = next("--json");
+    else if (a == "--corrupt-rank")
+      cfg.corrupt_rank = parse_count(next("--corrupt-rank"), "--corrupt-rank", 0);
+    else
+      raise_arg("gpucomm-apps run", a, "unknown option (see --help)");
   }
   std::vector<uint64_t> sizes = app->default_sizes;
   if (sizes_text == "sweep") {
@@ -139,9 +147,8 @@ int run(int argc, char** argv, const std::string& cmdline) {
       records.push_back(gather_record(rt, mine, static_cast<double>(global_sum_reference(rt.size(), size))));
       const auto& r = records.back();
       if (talk)
-        std::fprintf(stderr, "[%zu/%zu] %s %-10s %6s: median %10.2f us  %s\n", records.size(), total,
-                     app->name.c_str(), model_name(m), size_text(size).c_str(), r.median_us,
-                     r.wrong ? "WRONG RESULT" : "verified");
+        std::fprintf(stderr, "[%zu/%zu] %s %-10s %6s: median %10.2f us  %s\n", records.size(), total, app->name.c_str(),
+                     model_name(m), size_text(size).c_str(), r.median_us, r.wrong ? "WRONG RESULT" : "verified");
     }
   }
   int wrong = 0;

@@ -12,9 +12,9 @@ namespace gpucomm::apps {
 
 // The communication models of the suite.
 enum class Model { loadstore, putget, proxy, agent, sendrecv, am, collective, cpu, patterns };
-inline constexpr Model kAllModels[] = {Model::loadstore, Model::putget,     Model::proxy,
-                                       Model::agent,     Model::sendrecv,   Model::am,
-                                       Model::collective, Model::cpu,       Model::patterns};
+inline constexpr Model kAllModels[] = {Model::loadstore,  Model::putget,   Model::proxy,
+                                       Model::agent,      Model::sendrecv, Model::am,
+                                       Model::collective, Model::cpu,      Model::patterns};
 
 const char* model_name(Model m);
 std::optional<Model> parse_model(std::string_view name);
@@ -29,22 +29,22 @@ const char* support_name(Support s);
 
 struct ModelEntry {
   Model model;
-  Support host;          // host-memory PEs
-  Support gpu;           // GPU PEs
-  std::string what;      // how the application communicates in this model
+  Support host;           // host-memory PEs
+  Support gpu;            // GPU PEs
+  std::string what;       // how the application communicates in this model
   std::string host_note;  // why not / what differs on host PEs
   std::string gpu_note;
 };
 
 struct AppInfo {
-  std::string name;     // "global_sum"
-  std::string summary;  // one line
-  std::string size_unit;                 // "elements per PE"
-  uint64_t min_size = 1, max_size = 1;   // accepted sizes
-  std::vector<uint64_t> default_sizes;   // `--size` when none is given, and `compare --quick`
-  std::vector<uint64_t> sweep;           // `--size sweep`
-  std::vector<ModelEntry> models;        // every model of kAllModels, in that order
-  bool done = false;                     // false: listed as planned, cannot run
+  std::string name;                     // "global_sum"
+  std::string summary;                  // one line
+  std::string size_unit;                // "elements per PE"
+  uint64_t min_size = 1, max_size = 1;  // accepted sizes
+  std::vector<uint64_t> default_sizes;  // `--size` when none is given, and `compare --quick`
+  std::vector<uint64_t> sweep;          // `--size sweep`
+  std::vector<ModelEntry> models;       // every model of kAllModels, in that order
+  bool done = false;                    // false: listed as planned, cannot run
 };
 
 // Every application of the suite, finished or not (unfinished ones have done == false).

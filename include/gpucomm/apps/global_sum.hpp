@@ -20,7 +20,9 @@ inline int64_t global_sum_element(int rank, uint64_t i) {
   const uint64_t h = i * uint64_t{2654435761} + static_cast<uint64_t>(rank) * uint64_t{97};
   return static_cast<int64_t>(h % 201) - 100;
 }
-inline double global_sum_input(int rank, uint64_t i) { return static_cast<double>(global_sum_element(rank, i)); }
+inline double global_sum_input(int rank, uint64_t i) {
+  return static_cast<double>(global_sum_element(rank, i));
+}
 // PE `rank`'s n elements.
 std::vector<double> global_sum_inputs(int rank, uint64_t n);
 // The CPU reference: the exact sum of every PE's input (integer arithmetic).

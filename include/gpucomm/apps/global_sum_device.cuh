@@ -15,8 +15,8 @@ inline constexpr int kReduceThreads = 256;
 // Scratch of the local reduce: one partial sum per block and the count of finished blocks (zero
 // between launches; the last block resets it).
 struct ReduceScratch {
-  double* partials;     // [gridDim.x]
-  unsigned* finished;   // one counter
+  double* partials;    // [gridDim.x]
+  unsigned* finished;  // one counter
 };
 
 // Called by every thread of every block. Returns true in every thread of the last block to finish,
