@@ -9,7 +9,7 @@
 namespace gpucomm::apps {
 namespace {
 
-constexpr uint64_t kK = 1024, kM = 1024 * 1024;
+constexpr uint64_t kK = 1024, kM = kK * kK;
 
 ModelEntry entry(Model m, Support host, Support gpu, std::string what, std::string host_note = {},
                  std::string gpu_note = {}) {
@@ -145,8 +145,9 @@ uint64_t parse_size(const AppInfo& app, std::string_view text, const std::string
   if (!digits.empty() && (digits.back() == 'M' || digits.back() == 'm')) mult = kM;
   if (mult != 1) digits.remove_suffix(1);
   uint64_t v = 0;
-  const char* end = digits.data() + digits.size();
-  auto [stop, ec] = std::from_chars(digits.data(), end, v);
+  const std::string number(digits);
+  const char* end = number.c_str() + number.size();
+  auto [stop, ec] = std::from_chars(number.c_str(), end, v);
   if (digits.empty() || ec != std::errc() || stop != end || v > app.max_size / mult)
     raise_arg("gpucomm-apps", arg, "'" + std::string(text) + "' is not a size; " + valid);
   v *= mult;

@@ -70,9 +70,10 @@ __global__ void k_putget(const double* x, uint64_t n, ReduceScratch s, double co
   if (!apps::device::local_reduce(x, n, s, &local) || threadIdx.x != 0) return;
   *box.stage = local + corrupt;
   const size_t mine = box.index(step, box.me);
-  for (int p = 0; p < box.n; ++p)
+  for (int p = 0; p < box.n; ++p) {
     gpucomm::device::put_signal(coop::Thread{}, h, box.slots + mine, box.stage, sizeof(double), box.flags + mine, step,
                                 SignalOp::set, p);
+  }
   *result = gather_sum(h, box, step);
 }
 
@@ -96,9 +97,10 @@ T* device_alloc(size_t count) {
 }  // namespace
 
 RunResult global_sum_gpu(Runtime& rt, Model model, const RunConfig& cfg) {
-  if (model != Model::loadstore && model != Model::putget && model != Model::collective && model != Model::cpu)
+  if (model != Model::loadstore && model != Model::putget && model != Model::collective && model != Model::cpu) {
     raise(Errc::unsupported, "global_sum",
           std::string("model '") + model_name(model) + "' is not available on GPU PEs (gpucomm apps list)");
+  }
   GPUCOMM_CUDA_CHECK(cudaSetDevice(rt.device_id()));
   auto stream = reinterpret_cast<cudaStream_t>(rt.stream());
   const int me = rt.rank(), npes = rt.size();
@@ -121,16 +123,20 @@ RunResult global_sum_gpu(Runtime& rt, Model model, const RunConfig& cfg) {
   Mailbox box{static_cast<double*>(rt.calloc(2 * static_cast<size_t>(npes), sizeof(double))),
               static_cast<uint64_t*>(rt.calloc(2 * static_cast<size_t>(npes), sizeof(uint64_t))),
               static_cast<double*>(rt.calloc(1, sizeof(double))), me, npes};
-  if (model == Model::loadstore)
-    for (int p = 0; p < npes; ++p)
-      if (!rt.ptr(box.slots, p))
+  if (model == Model::loadstore) {
+    for (int p = 0; p < npes; ++p) {
+      if (!rt.ptr(box.slots, p)) {
         raise(Errc::unsupported, "global_sum loadstore",
               "PE " + std::to_string(p) + " is not reachable by loads and stores from this GPU");
+      }
+    }
+  }
   std::optional<coll::Collectives> coll;
+  coll::Collectives* host_coll = nullptr;  // the collective and CPU-controlled models
   coll::CollHandle ch{};
   if (model == Model::collective || model == Model::cpu) {
-    coll.emplace(rt);
-    ch = coll->handle(rt.world());
+    host_coll = &coll.emplace(rt);
+    ch = host_coll->handle(rt.world());
   }
   const DeviceHandle h = rt.device_handle();
   std::vector<cudaEvent_t> ev(static_cast<size_t>(steps) + 1);
@@ -154,7 +160,7 @@ RunResult global_sum_gpu(Runtime& rt, Model model, const RunConfig& cfg) {
       default:  // cpu: the kernel ends; the host orders the allreduce and the copy, and waits once
         k_cpu<<<blocks, apps::device::kReduceThreads, 0, stream>>>(x, n, scratch, corrupt, local);
         GPUCOMM_CUDA_CHECK_LAUNCH("global_sum cpu reduce kernel");
-        coll->allreduce(local, result, 1, coll::DataType::f64, coll::RedOp::sum, rt.world(), rt.stream());
+        host_coll->allreduce(local, result, 1, coll::DataType::f64, coll::RedOp::sum, rt.world(), rt.stream());
         GPUCOMM_CUDA_CHECK(cudaMemcpyAsync(pinned + it, result, sizeof(double), cudaMemcpyDeviceToHost, stream));
         GPUCOMM_CUDA_CHECK(cudaStreamSynchronize(stream));
         break;

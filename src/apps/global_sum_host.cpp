@@ -88,9 +88,10 @@ RunResult run_loadstore(Runtime& rt, const RunConfig& cfg) {
   for (int p = 0; p < n; ++p) {
     slot_of[static_cast<size_t>(p)] = static_cast<double*>(rt.ptr(box.slots, p));
     flag_of[static_cast<size_t>(p)] = static_cast<uint64_t*>(rt.ptr(box.flags, p));
-    if (!slot_of[static_cast<size_t>(p)] || !flag_of[static_cast<size_t>(p)])
+    if (!slot_of[static_cast<size_t>(p)] || !flag_of[static_cast<size_t>(p)]) {
       raise(Errc::unsupported, "global_sum loadstore",
             "PE " + std::to_string(p) + " is not mapped here (load/store needs every PE on this node)");
+    }
   }
   return timed_loop(rt, Model::loadstore, cfg, [&](double local, uint64_t step) {
     const size_t mine = box.index(step, me);

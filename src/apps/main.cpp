@@ -71,18 +71,20 @@ std::vector<Model> parse_models(const AppInfo& app, const std::string& text, boo
   }
   for (const auto& name : split(text)) {
     const auto m = parse_model(name);
-    if (!m)
+    if (!m) {
       raise_arg(
           "gpucomm-apps", "--models",
           "unknown model '" + name + "'; valid models of " + app.name + " on " + kind + ": " + valid_models(app, gpu));
+    }
     for (const auto& e : app.models) {
       if (e.model != *m) continue;
       const Support s = gpu ? e.gpu : e.host;
-      if (s != Support::done)
+      if (s != Support::done) {
         raise_arg("gpucomm-apps", "--models",
                   app.name + " has no model '" + name + "' on " + kind + " (" + support_name(s) + ")" +
                       ((gpu ? e.gpu_note : e.host_note).empty() ? "" : ": " + (gpu ? e.gpu_note : e.host_note)) +
                       "; valid models: " + valid_models(app, gpu));
+      }
     }
     out.push_back(*m);
   }
@@ -105,20 +107,21 @@ int run(int argc, char** argv, const std::string& cmdline) {
       if (i + 1 >= argc) raise_arg("gpucomm-apps", name, "needs a value");
       return argv[++i];
     };
-    if (a == "--models")
+    if (a == "--models") {
       models_text = next("--models");
-    else if (a == "--sizes")
+    } else if (a == "--sizes") {
       sizes_text = next("--sizes");
-    else if (a == "--warmup")
+    } else if (a == "--warmup") {
       cfg.warmup = parse_count(next("--warmup"), "--warmup", 0);
-    else if (a == "--iters")
+    } else if (a == "--iters") {
       cfg.iters = parse_count(next("--iters"), "--iters", 1);
-    else if (a == "--json")
+    } else if (a == "--json") {
       json = next("--json");
-    else if (a == "--corrupt-rank")
+    } else if (a == "--corrupt-rank") {
       cfg.corrupt_rank = parse_count(next("--corrupt-rank"), "--corrupt-rank", 0);
-    else
+    } else {
       raise_arg("gpucomm-apps run", a, "unknown option (see --help)");
+    }
   }
   std::vector<uint64_t> sizes = app->default_sizes;
   if (sizes_text == "sweep") {
@@ -146,9 +149,10 @@ int run(int argc, char** argv, const std::string& cmdline) {
       const RunResult mine = gpu ? global_sum_gpu(rt, m, c) : global_sum_host(rt, m, c);
       records.push_back(gather_record(rt, mine, static_cast<double>(global_sum_reference(rt.size(), size))));
       const auto& r = records.back();
-      if (talk)
+      if (talk) {
         std::fprintf(stderr, "[%zu/%zu] %s %-10s %6s: median %10.2f us  %s\n", records.size(), total, app->name.c_str(),
                      model_name(m), size_text(size).c_str(), r.median_us, r.wrong ? "WRONG RESULT" : "verified");
+      }
     }
   }
   int wrong = 0;
