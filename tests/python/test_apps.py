@@ -138,3 +138,12 @@ def test_global_sum_gpu_model_equals_reference(run_gpucomm, apps_tool, tmp_path,
     assert report["pe_kind"] == "gpu"
     for res in report["results"]:
         assert res["verified"] and res["value"] == reference(pes, res["size"])
+
+
+def test_help_and_missing_command(run_gpucomm):
+    for args in (["apps", "--help"], ["apps", "list", "--help"], ["apps", "run", "--help"], ["apps", "compare", "--help"]):
+        r = run_gpucomm(*args)
+        assert r.returncode == 0 and "usage: gpucomm apps" in r.stdout, (args, r.stderr)
+    assert "--model" in run_gpucomm("apps", "run", "--help").stdout
+    r = run_gpucomm("apps")
+    assert r.returncode == 2 and "list" in r.stdout and "compare" in r.stdout
