@@ -38,6 +38,8 @@ LAYERS = {
                     "transport"],
     "patterns": ["collectives", "messaging", "runtime", "matching", "device", "proxy", "base", "core", "bootstrap", "heap",
                  "topology", "transport"],
+    "apps": ["patterns", "collectives", "messaging", "runtime", "matching", "device", "proxy", "base", "core", "bootstrap",
+             "heap", "topology", "transport"],
 }
 # Headers at the top of include/gpucomm that belong to a layer.
 TOP_LEVEL = {"version.hpp.in": "core", "version.hpp": "core", "gpucomm.hpp": "umbrella"}

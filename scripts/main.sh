@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Sets up a fresh machine, installs gpucomm, and runs the main job: `gpucomm info` and the
-# benchmark comparison on all local GPUs (ping-pong between every pair of GPU PEs). On a
-# machine without a GPU it runs host-memory PEs and says so.
+# Sets up a fresh machine, installs gpucomm, and runs the main job: `gpucomm info`, the
+# application suite's quick comparison of communication models (`gpucomm apps compare --quick`:
+# every finished application in every model, results checked against the CPU reference), and the
+# benchmark comparison on all local GPUs (ping-pong between every pair of GPU PEs). On a machine
+# without a GPU both run host-memory PEs and say so. A failing comparison does not stop the
+# ping-pong; the script then exits with the comparison's status.
 # Options are passed to `gpucomm bench pingpong` (e.g. --quick, --json FILE).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,4 +17,11 @@ cd /tmp
 echo
 gpucomm info
 echo
+apps_rc=0
+gpucomm apps compare --quick || apps_rc=$?
+echo
 gpucomm bench pingpong "$@"
+if [ "$apps_rc" != 0 ]; then
+  echo "[main] gpucomm apps compare --quick failed (exit $apps_rc)" >&2
+  exit "$apps_rc"
+fi

@@ -1,0 +1,181 @@
+// The application suite's catalog: which application has which model on which kind of PE.
+#include "gpucomm/apps/catalog.hpp"
+
+#include <charconv>
+
+#include "gpucomm/core/error.hpp"
+#include "gpucomm/core/json.hpp"
+
+namespace gpucomm::apps {
+namespace {
+
+constexpr uint64_t kK = 1024, kM = kK * kK;
+
+ModelEntry entry(Model m, Support host, Support gpu, std::string what, std::string host_note = {},
+                 std::string gpu_note = {}) {
+  return ModelEntry{m, host, gpu, std::move(what), std::move(host_note), std::move(gpu_note)};
+}
+
+const char* const kNoGpuIssuer = "host-memory PEs have no GPU to issue from";
+
+AppInfo global_sum() {
+  AppInfo a;
+  a.name = "global_sum";
+  a.summary = "local reduce of N doubles per PE, then an allreduce of one value per PE";
+  a.size_unit = "elements per PE";
+  a.min_size = 1;
+  a.max_size = 16 * kM;
+  a.default_sizes = {128, 256 * kK};
+  a.sweep = {128, kK, 8 * kK, 64 * kK, 256 * kK, kM, 4 * kM};
+  a.done = true;
+  using S = Support;
+  a.models = {
+      entry(Model::loadstore, S::done, S::done,
+            "plain stores of the local sum into every PE's mailbox (peer views of the symmetric heap), "
+            "then a release store of that PE's flag; each PE sums the mailbox in rank order"),
+      entry(Model::putget, S::done, S::done,
+            "put-with-signal of the local sum into every PE's mailbox; each PE waits for the signals "
+            "and sums the mailbox in rank order"),
+      entry(Model::proxy, S::not_possible, S::planned, "GPU-issued puts through the CPU proxy", kNoGpuIssuer),
+      entry(Model::agent, S::not_possible, S::planned, "GPU-issued puts through the GPU service agent", kNoGpuIssuer),
+      entry(Model::sendrecv, S::done, S::planned,
+            "two-sided: isend of the local sum to every other PE, irecv from each, sum in rank order"),
+      entry(Model::am, S::planned, S::planned, "active messages carrying the local sum"),
+      entry(Model::collective, S::done, S::done,
+            "the library's allreduce of one double (host PEs: on the calling thread; GPU PEs: "
+            "coll::device::allreduce inside the reduce kernel)"),
+      entry(Model::cpu, S::done, S::done, "CPU-controlled: the compute ends, the host communicates, then goes on",
+            "the local sum is staged into a private buffer and all-gathered through the bootstrap store "
+            "(TCP, a CPU messaging path without shared memory); an MPI baseline is planned",
+            "the reduce kernel ends, the host enqueues the library's stream-ordered allreduce and a copy "
+            "into pinned memory, one stream synchronization per step; NCCL and MPI baselines are planned"),
+      entry(Model::patterns, S::not_possible, S::not_possible, "the pattern layer's plans",
+            "Global Sum moves one value per PE: the pattern layer's plans are for stencils",
+            "Global Sum moves one value per PE: the pattern layer's plans are for stencils"),
+  };
+  return a;
+}
+
+AppInfo planned(std::string name, std::string summary) {
+  AppInfo a;
+  a.name = std::move(name);
+  a.summary = std::move(summary);
+  a.size_unit = "";
+  a.done = false;
+  for (Model m : kAllModels) a.models.push_back(entry(m, Support::planned, Support::planned, ""));
+  return a;
+}
+
+}  // namespace
+
+const char* model_name(Model m) {
+  switch (m) {
+    case Model::loadstore:
+      return "loadstore";
+    case Model::putget:
+      return "putget";
+    case Model::proxy:
+      return "proxy";
+    case Model::agent:
+      return "agent";
+    case Model::sendrecv:
+      return "sendrecv";
+    case Model::am:
+      return "am";
+    case Model::collective:
+      return "collective";
+    case Model::cpu:
+      return "cpu";
+    case Model::patterns:
+      return "patterns";
+  }
+  return "?";
+}
+
+std::optional<Model> parse_model(std::string_view name) {
+  for (Model m : kAllModels)
+    if (name == model_name(m)) return m;
+  return std::nullopt;
+}
+
+const char* support_name(Support s) {
+  switch (s) {
+    case Support::done:
+      return "done";
+    case Support::not_possible:
+      return "not-possible";
+    case Support::planned:
+      return "planned";
+  }
+  return "?";
+}
+
+const std::vector<AppInfo>& catalog() {
+  static const std::vector<AppInfo> apps = {
+      global_sum(),
+      planned("random_access", "HPC Challenge RandomAccess: updates of random table entries across PEs"),
+      planned("jacobi2d", "Jacobi iteration on a 2-D grid with halo exchange"),
+      planned("nbody", "N-Body: all-pairs forces, positions circulated among PEs"),
+      planned("himeno", "Himeno: 3-D Poisson stencil with halo exchange"),
+      planned("mmv", "multi-matrix-vector products in batches"),
+      planned("aliev_panfilov", "Aliev-Panfilov cardiac model: 2-D reaction-diffusion stencil"),
+  };
+  return apps;
+}
+
+const AppInfo* find_app(std::string_view name) {
+  for (const auto& a : catalog())
+    if (a.name == name) return &a;
+  return nullptr;
+}
+
+std::string size_text(uint64_t n) {
+  if (n >= kM && n % kM == 0) return std::to_string(n / kM) + "M";
+  if (n >= kK && n % kK == 0) return std::to_string(n / kK) + "K";
+  return std::to_string(n);
+}
+
+uint64_t parse_size(const AppInfo& app, std::string_view text, const std::string& arg) {
+  const std::string valid = "valid sizes of " + app.name + ": integers from " + size_text(app.min_size) + " to " +
+                            size_text(app.max_size) + " " + app.size_unit +
+                            ", with an optional K (x1024) or M (x1048576) suffix, e.g. 128 or 256K";
+  uint64_t mult = 1;
+  std::string_view digits = text;
+  if (!digits.empty() && (digits.back() == 'K' || digits.back() == 'k')) mult = kK;
+  if (!digits.empty() && (digits.back() == 'M' || digits.back() == 'm')) mult = kM;
+  if (mult != 1) digits.remove_suffix(1);
+  uint64_t v = 0;
+  const std::string number(digits);
+  const char* end = number.c_str() + number.size();
+  auto [stop, ec] = std::from_chars(number.c_str(), end, v);
+  if (digits.empty() || ec != std::errc() || stop != end || v > app.max_size / mult)
+    raise_arg("gpucomm-apps", arg, "'" + std::string(text) + "' is not a size; " + valid);
+  v *= mult;
+  if (v < app.min_size || v > app.max_size)
+    raise_arg("gpucomm-apps", arg, "'" + std::string(text) + "' is out of range; " + valid);
+  return v;
+}
+
+std::string catalog_json() {
+  JsonWriter w;
+  w.begin_object().begin_array("apps");
+  for (const auto& a : catalog()) {
+    w.begin_object().field("name", a.name).field("summary", a.summary).field("done", a.done);
+    w.field("size_unit", a.size_unit).field("min_size", a.min_size).field("max_size", a.max_size);
+    w.begin_array("default_sizes");
+    for (auto s : a.default_sizes) w.value(s);
+    w.end_array().begin_array("sweep");
+    for (auto s : a.sweep) w.value(s);
+    w.end_array().begin_array("models");
+    for (const auto& m : a.models) {
+      w.begin_object().field("model", model_name(m.model)).field("host", support_name(m.host));
+      w.field("gpu", support_name(m.gpu)).field("what", m.what);
+      w.field("host_note", m.host_note).field("gpu_note", m.gpu_note).end_object();
+    }
+    w.end_array().end_object();
+  }
+  w.end_array().end_object();
+  return w.str() + "\n";
+}
+
+}  // namespace gpucomm::apps

@@ -1,0 +1,85 @@
+// The application tool's results: gathering, medians, JSON.
+#include "report.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <sstream>
+
+#include "gpucomm/bootstrap/bootstrap.hpp"
+#include "gpucomm/core/error.hpp"
+#include "gpucomm/core/json.hpp"
+
+#ifndef GPUCOMM_GIT_COMMIT
+#define GPUCOMM_GIT_COMMIT "unknown"
+#endif
+
+namespace gpucomm::apps {
+namespace {
+
+std::string iso_now() {
+  char buf[64];
+  std::time_t t = std::time(nullptr);
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+}  // namespace
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+RunRecord gather_record(Runtime& rt, const RunResult& mine, double reference) {
+  std::ostringstream out;
+  out.precision(17);
+  out << mine.wrong;
+  for (double t : mine.iter_us) out << ' ' << t;
+  const auto all = rt.bootstrap().allgather(out.str());
+  RunRecord rec;
+  rec.mine = mine;
+  rec.reference = reference;
+  rec.step_us.assign(mine.iter_us.size(), 0.0);
+  for (const auto& part : all) {
+    std::istringstream in(part);
+    int wrong = 0;
+    in >> wrong;
+    rec.wrong += wrong;
+    for (double& slowest : rec.step_us) {
+      double t = 0;
+      if (!(in >> t)) raise(Errc::protocol, "gpucomm-apps", "a PE reported fewer step times than this one");
+      slowest = std::max(slowest, t);
+    }
+  }
+  rec.median_us = median(rec.step_us);
+  rec.min_us = rec.step_us.empty() ? 0 : *std::min_element(rec.step_us.begin(), rec.step_us.end());
+  return rec;
+}
+
+std::string report_json(const ReportHeader& h, const std::vector<RunRecord>& runs) {
+  JsonWriter w;
+  w.begin_object().field("app", h.app).field("date", iso_now()).field("commit", GPUCOMM_GIT_COMMIT);
+  w.field("command", h.command).field("pe_kind", h.pe_kind).field("pes", h.pes);
+  w.field("warmup", h.warmup).field("iters", h.iters);
+  w.field("timing", h.pe_kind == "gpu" ? "CUDA events between consecutive steps on the runtime's stream; a step's "
+                                         "time is the slowest PE's"
+                                       : "wall clock of the local reduce and the exchange after a barrier; a step's "
+                                         "time is the slowest PE's");
+  w.begin_array("results");
+  for (const auto& r : runs) {
+    w.begin_object().field("model", model_name(r.mine.model)).field("size", r.mine.size);
+    w.field("median_us", r.median_us).field("min_us", r.min_us);
+    w.field("value", r.mine.value).field("reference", r.reference);
+    w.field("verified", r.wrong == 0).field("wrong_steps", r.wrong);
+    w.begin_array("iter_us");
+    for (double t : r.step_us) w.value(t);
+    w.end_array().end_object();
+  }
+  w.end_array().end_object();
+  return w.str() + "\n";
+}
+
+}  // namespace gpucomm::apps

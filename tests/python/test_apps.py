@@ -1,0 +1,149 @@
+"""``gpucomm apps``: Global Sum in every model that exists on host-memory PEs, across real processes
+(2 and 3 PEs), checked against a reference computed here, independently of the C++ program; the
+check itself must catch a wrong result; bad applications, models and sizes are usage errors (exit 2)
+that list the valid ones. GPU models run where GPUs exist and skip with the reason otherwise.
+
+The input is integer-valued (|x| <= 100), so the sums are exact in double precision: results are
+compared for equality, no tolerance."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gpus import gpu_count
+
+HOST_MODELS = ["loadstore", "putget", "sendrecv", "collective", "cpu"]
+GPU_MODELS = ["loadstore", "putget", "collective", "cpu"]
+SIZES = {"128": 128, "1000": 1000, "3K": 3072}
+
+
+def reference(pes: int, n: int) -> int:
+    """The global sum of every PE's input, as docs/APPS.md defines it."""
+    return sum(((i * 2654435761 + r * 97) % 201) - 100 for r in range(pes) for i in range(n))
+
+
+@pytest.fixture
+def apps_tool(build):
+    tool = build / "python" / "gpucomm" / "_bin" / "gpucomm-apps"
+    if not tool.exists():
+        pytest.skip(f"{tool} not built (target gpucomm-apps)")
+    return tool
+
+
+def run_apps(run_gpucomm, *args, timeout=180):
+    return run_gpucomm("apps", *args, env={"GPUCOMM_TIMEOUT": "30"}, timeout=timeout)
+
+
+@pytest.mark.parametrize("pes", [2, 3])
+@pytest.mark.parametrize("model", HOST_MODELS)
+def test_global_sum_host_model_equals_reference(run_gpucomm, apps_tool, tmp_path, model, pes):
+    out = tmp_path / "gs.json"
+    r = run_apps(run_gpucomm, "run", "global_sum", "--host", "-n", str(pes), "--model", model,
+                 "--size", ",".join(SIZES), "--warmup", "1", "--iters", "4", "--json", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["command"].startswith("gpucomm apps run global_sum")
+    (report,) = doc["runs"]
+    assert report["pe_kind"] == "host" and report["pes"] == pes
+    for key in ("date", "commit", "command", "timing"):
+        assert report[key], key
+    assert [res["size"] for res in report["results"]] == list(SIZES.values())
+    for res in report["results"]:
+        assert res["model"] == model
+        assert res["verified"] and res["wrong_steps"] == 0
+        assert res["value"] == res["reference"] == reference(pes, res["size"])
+        assert len(res["iter_us"]) == 4 and all(t > 0 for t in res["iter_us"])
+        assert min(res["iter_us"]) <= res["median_us"] <= max(res["iter_us"])
+    assert "verified" in r.stdout and model in r.stdout
+
+
+@pytest.mark.parametrize("model", HOST_MODELS)
+def test_a_wrong_result_is_caught(run_gpucomm, apps_tool, tmp_path, model):
+    out = tmp_path / "gs.json"
+    r = run_apps(run_gpucomm, "run", "global_sum", "--host", "-n", "2", "--model", model, "--size", "128",
+                 "--warmup", "0", "--iters", "2", "--corrupt-rank", "1", "--json", str(out))
+    assert r.returncode == 1, r.stdout + r.stderr
+    (res,) = json.loads(out.read_text())["runs"][0]["results"]
+    assert not res["verified"] and res["wrong_steps"] == 2 * 2  # every step, on both PEs
+    assert res["value"] == reference(2, 128) + 1
+    assert "WRONG" in r.stdout + r.stderr
+
+
+def test_list_shows_models_and_planned_apps(run_gpucomm, apps_tool):
+    r = run_apps(run_gpucomm, "list")
+    assert r.returncode == 0, r.stderr
+    assert "global_sum" in r.stdout
+    for name in ("random_access", "jacobi2d", "nbody", "himeno", "mmv", "aliev_panfilov"):
+        assert f"{name}:" in r.stdout and "planned, not done" in r.stdout.split(f"{name}:")[1].splitlines()[0]
+    r = run_apps(run_gpucomm, "list", "--json")
+    (gs,) = [a for a in json.loads(r.stdout)["apps"] if a["name"] == "global_sum"]
+    assert [m["model"] for m in gs["models"] if m["host"] == "done"] == HOST_MODELS
+    assert [m["model"] for m in gs["models"] if m["gpu"] == "done"] == GPU_MODELS
+    assert {m["model"]: m["host"] for m in gs["models"]}["proxy"] == "not-possible"
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--model", "nonsense"], ["unknown model 'nonsense'", "valid models on host-memory PEs: " + ", ".join(HOST_MODELS)]),
+    (["--model", "proxy"], ["no model 'proxy' on host-memory PEs (not-possible", "valid models"]),
+    (["--model", "putget,am"], ["no model 'am'", "planned"]),
+    (["--size", "0"], ["'0' is out of range", "valid sizes of global_sum", "sweep"]),
+    (["--size", "12Q"], ["'12Q' is not a size", "valid sizes"]),
+    (["--size", "128,17M"], ["'17M' is out of range", "16M"]),
+])
+def test_bad_model_or_size_is_a_usage_error(run_gpucomm, apps_tool, args, words):
+    r = run_apps(run_gpucomm, "run", "global_sum", "--host", *args)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr.startswith("gpucomm apps run: error: "), r.stderr
+    for w in words:
+        assert w in r.stderr, (w, r.stderr)
+    assert "PEs in shared memory" not in r.stdout  # refused before anything was launched
+
+
+@pytest.mark.parametrize("app, words", [("nosuch", "unknown application 'nosuch'"),
+                                        ("nbody", "nbody is planned, not written yet")])
+def test_bad_or_planned_app_is_a_usage_error(run_gpucomm, apps_tool, app, words):
+    r = run_apps(run_gpucomm, "run", app, "--host")
+    assert r.returncode == 2 and words in r.stderr and "valid applications: global_sum" in r.stderr, r.stderr
+
+
+def test_program_refuses_bad_arguments_by_itself(apps_tool):
+    import subprocess
+    r = subprocess.run([str(apps_tool), "run", "global_sum", "--sizes", "1x"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 2 and "--sizes" in r.stderr and "valid sizes of global_sum" in r.stderr, r.stderr
+
+
+def test_compare_quick_on_host_pes(run_gpucomm, apps_tool, tmp_path):
+    out = tmp_path / "cmp.json"
+    r = run_apps(run_gpucomm, "compare", "--quick", "--host", "--json", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "speed-up over cpu" in r.stdout and "not done yet" in r.stdout
+    (report,) = json.loads(out.read_text())["runs"]
+    assert sorted({res["model"] for res in report["results"]}) == sorted(HOST_MODELS)
+    assert {res["size"] for res in report["results"]} == {128, 256 * 1024}
+    assert all(res["verified"] for res in report["results"])
+    assert "[10/10]" in r.stderr  # progress, one line per run
+
+
+@pytest.mark.skipif(gpu_count() == 0, reason="no GPU on this machine: the GPU models of Global Sum need one")
+@pytest.mark.parametrize("model", GPU_MODELS)
+def test_global_sum_gpu_model_equals_reference(run_gpucomm, apps_tool, tmp_path, model):
+    out = tmp_path / "gs.json"
+    pes = max(2, gpu_count())
+    r = run_apps(run_gpucomm, "run", "global_sum", "-n", str(pes), "--model", model, "--size", "128,1000,256K",
+                 "--warmup", "2", "--iters", "5", "--json", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    (report,) = json.loads(out.read_text())["runs"]
+    assert report["pe_kind"] == "gpu"
+    for res in report["results"]:
+        assert res["verified"] and res["value"] == reference(pes, res["size"])
+
+
+def test_help_and_missing_command(run_gpucomm):
+    for args in (["apps", "--help"], ["apps", "list", "--help"], ["apps", "run", "--help"], ["apps", "compare", "--help"]):
+        r = run_gpucomm(*args)
+        assert r.returncode == 0 and "usage: gpucomm apps" in r.stdout, (args, r.stderr)
+    assert "--model" in run_gpucomm("apps", "run", "--help").stdout
+    r = run_gpucomm("apps")
+    assert r.returncode == 2 and "list" in r.stdout and "compare" in r.stdout
