@@ -41,7 +41,7 @@ layer_table='
     messaging       90     60  msg
     collectives     90     60  coll
     patterns        90     60  patterns
-    apps            90     60  -
+    apps            90     60  apps
 '
 declare -A budget_tests budget_bench layer_benches
 all_layers=()

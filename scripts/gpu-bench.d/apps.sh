@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# gpu-check step: the application suite's quick comparison (every app and model this machine
+# allows, one PE per GPU; on one GPU one PE, each model's code path against itself).
+# usage: apps.sh RAW_DIR BUILD_DIR
+set -euo pipefail
+raw=$1
+export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+python3 -m gpucomm apps compare --quick --json "$raw/apps.json"
