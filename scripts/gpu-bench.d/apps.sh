@@ -5,4 +5,6 @@
 set -euo pipefail
 raw=$1
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+# One PE: each model's code path against itself (the one-GPU table); then the default PEs.
+python3 -m gpucomm apps compare --quick -n 1 --json "$raw/apps-np1.json"
 python3 -m gpucomm apps compare --quick --json "$raw/apps.json"

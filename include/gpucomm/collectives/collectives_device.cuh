@@ -341,6 +341,15 @@ __device__ inline bool straight_to_lane(const CollHandle& ch, const Call& call) 
   return ch.team.size > 1 || ((ch.flags & kCollForceProtocol) && force_applies(call.op, call.algo));
 }
 
+// Whether a warp or block call of a one-member team (protocol not forced) takes the short-cut
+// straight from the call site: the barrier (a quiet) and the reductions allreduce and
+// reduce-scatter (a copy of the input). These calls do not count in the channel's `seq`.
+__device__ inline bool straight_alone(const CollHandle& ch, const Call& call) {
+  if (ch.team.size != 1 || ((ch.flags & kCollForceProtocol) && force_applies(call.op, call.algo))) return false;
+  if (call.algo == Algorithm::oneshot_ll && !(ch.flags & kCollAllDirect)) return false;  // the dispatch fails it
+  return call.op == CollOp::barrier || call.op == CollOp::allreduce || call.op == CollOp::reduce_scatter;
+}
+
 // Runs `call` at the cooperation level of `c`. The lane's protocol is the one the dispatch runs
 // (algo::barrier_ll, algo::reduce_ll): a PE on either path meets a PE on the other.
 template <DataType DT, class Coop>
@@ -354,6 +363,11 @@ __device__ inline void run(Coop c, const DeviceHandle& h, const CollHandle& ch, 
     DeviceBackend<Coop> b(c, h, ch, call, 0);
     if (call.op == CollOp::barrier) return algo::barrier_ll(b, call);  // ends with the group barrier
     algo::reduce_ll<DT>(b, call, Range{0, call.count});
+  } else if (straight_alone(ch, call)) {
+    if (call.op == CollOp::barrier) return gpucomm::device::quiet(c, h);  // ends with the group barrier
+    DeviceBackend<Coop> b(c, h, ch, call, 0);
+    using S = typename Num<DT>::S;
+    if (call.recv) algo::convert_elems<DT>(b, static_cast<S*>(call.recv), static_cast<const S*>(call.send), call.count);
   } else {
     run_dispatch<DT>(c, h, ch, call);
   }
