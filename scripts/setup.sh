@@ -33,4 +33,13 @@ if ((${#py_need[@]})); then
   echo "[setup] pip install ${py_need[*]}"
   "$PY" -m pip install -q "${py_need[@]}"
 fi
+# cuobjdump and nvdisasm for the SASS fence test (tests/collectives/sass), from PyPI when the CUDA
+# toolkit here has none (nvcc alone compiles; the disassembler ships separately).
+if ! command -v cuobjdump >/dev/null && [ ! -x /usr/local/cuda/bin/cuobjdump ] &&
+   ! "$PY" -c 'import glob, site, sys
+dirs = site.getsitepackages() + [site.getusersitepackages()]
+sys.exit(0 if any(glob.glob(d + "/nvidia/*/bin/cuobjdump") for d in dirs) else 1)'; then
+  echo "[setup] pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm (CUDA 13)"
+  "$PY" -m pip install -q "nvidia-cuda-cuobjdump>=13,<14" "nvidia-cuda-nvdisasm>=13,<14"
+fi
 echo "[setup] ok"

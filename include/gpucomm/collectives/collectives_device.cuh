@@ -35,6 +35,71 @@ struct Grid {};
 
 namespace detail {
 
+// The proxy part of a collective's quiet, out of line: call sites on PEs without a proxy route
+// (every peer reached by direct stores, h.num_queues == 0) carry only the test.
+template <class Coop>
+__device__ __noinline__ void quiet_queues(Coop c, const DeviceHandle& h) {
+  proxy::quiet_group(c, h);
+}
+template <class Coop>
+__device__ inline void quiet_proxy(Coop c, const DeviceHandle& h) {
+  if (h.num_queues != 0) quiet_queues(c, h);
+}
+
+// What a collective's failure record names about the call and the failure, by value: the failure
+// paths are out of line (report_failure), so a call site keeps its backend and call in registers.
+struct FailSite {
+  uint32_t op, algorithm;
+  uint64_t count;
+  int32_t root;
+  uint32_t channels, channel;
+  const uint64_t* epoch;  // the channel's epoch word (seq follows it)
+};
+struct FailReport {
+  uint32_t kind;  // CollDiag::Kind
+  int q;          // team rank waited for or disagreeing (-1: none)
+  uint64_t seen, expected, elapsed_ns;
+  uint32_t sig_mine, sig_theirs;
+  DeviceFault fault;  // and the device failure record's fields
+  const void* addr;
+  Cmp cmp;
+  uint64_t want, got;
+};
+
+// The first failing thread of this PE writes the team's record (CollDiag), then every failing
+// thread raises the device failure (gpucomm::detail::fail: the record, then the trap).
+__device__ __noinline__ inline void report_failure(const DeviceHandle& h, const CollHandle& ch, FailSite s,
+                                                   FailReport r, const uint64_t* missing) {
+  const int world = r.q >= 0 && r.q < ch.team.size ? team_world_rank(ch.team, r.q) : -1;
+  CollDiag* d = ch.diag;
+  if (d && mem::compare_exchange<mem::kSystem>(&d->state, CollDiag::kEmpty, CollDiag::kWriting, mem::relaxed) ==
+               CollDiag::kEmpty) {
+    d->kind = r.kind;
+    d->team_slot = ch.team.slot;
+    d->team_size = ch.team.size;
+    d->team_rank = ch.team.rank;
+    d->world_rank = h.rank;
+    d->op = s.op;
+    d->algorithm = s.algorithm;
+    d->count = s.count;
+    d->root = s.root;
+    d->channels = s.channels;
+    d->channel = s.channel;
+    d->seq = mem::load<mem::kDevice>(s.epoch + 1, mem::relaxed);
+    d->epoch = mem::load<mem::kDevice>(s.epoch, mem::relaxed);
+    d->peer = r.q;
+    d->peer_world = world;
+    d->sig_mine = r.sig_mine;
+    d->sig_theirs = r.sig_theirs;
+    d->seen = r.seen;
+    d->expected = r.expected;
+    d->elapsed_ns = r.elapsed_ns;
+    for (int i = 0; i < 16; ++i) d->missing[i] = missing ? missing[i] : 0;
+    mem::store<mem::kSystem>(&d->state, CollDiag::kReady, mem::release);
+  }
+  gpucomm::detail::fail(h, r.fault, DeviceOp::wait_until, world, r.addr, r.cmp, r.want, r.got, r.elapsed_ns);
+}
+
 // The memory backend of a warp or a block (algorithms.hpp lists what it provides). Data moves with
 // the one-sided layer's put-with-signal (direct stores over NVLink, or one descriptor through the
 // proxy), flags and acknowledgements are release stores at system scope, waits are acquire polls
@@ -115,7 +180,7 @@ class DeviceBackend {
   // Every thread's accesses (and the proxy's completion of the group's puts) before the group
   // barrier, then one release fence by the leader: cumulative, it covers the whole group's.
   __device__ void release_group() {
-    proxy::quiet_group(c_, h_);
+    quiet_proxy(c_, h_);
     coop::sync(c_);
     if (leader()) {
       if (ch_.team.size == 1) {
@@ -126,79 +191,45 @@ class DeviceBackend {
     }
   }
   __device__ void fail_mismatch(int q, uint32_t mine, uint32_t theirs) {
-    CollDiag* d = claim();
-    if (d) {
-      fill(d, CollDiag::mismatch, q, 0, 0, 0);
-      d->sig_mine = mine;
-      d->sig_theirs = theirs;
-      publish_diag(d);
-    }
-    gpucomm::detail::fail(h_, DeviceFault::bad_argument, DeviceOp::wait_until, team_world_rank(ch_.team, q), nullptr,
-                          Cmp::ne, mine, theirs, 0);
+    FailReport r{CollDiag::mismatch, q, 0, 0, 0, mine, theirs, DeviceFault::bad_argument, nullptr, Cmp::ne, mine, theirs};
+    report_failure(h_, ch_, site(), r, nullptr);
   }
   __device__ void fail_counts(int q, uint64_t sent, uint64_t expected) {
-    CollDiag* d = claim();
-    if (d) {
-      fill(d, CollDiag::count_mismatch, q, sent, expected, 0);
-      publish_diag(d);
-    }
-    gpucomm::detail::fail(h_, DeviceFault::bad_argument, DeviceOp::wait_until, team_world_rank(ch_.team, q), nullptr,
-                          Cmp::ne, expected, sent, 0);
+    FailReport r{CollDiag::count_mismatch, q, sent, expected, 0, 0, 0, DeviceFault::bad_argument, nullptr, Cmp::ne,
+                 expected, sent};
+    report_failure(h_, ch_, site(), r, nullptr);
   }
   __device__ void fail_argument(int q, uint64_t value, uint64_t limit) {
-    CollDiag* d = claim();
-    if (d) {
-      fill(d, CollDiag::bad_argument, q, value, limit, 0);
-      publish_diag(d);
-    }
-    gpucomm::detail::fail(h_, DeviceFault::bad_argument, DeviceOp::wait_until,
-                          q < 0 ? -1 : team_world_rank(ch_.team, q), nullptr, Cmp::le, value, limit, 0);
+    FailReport r{CollDiag::bad_argument, q, value, limit, 0, 0, 0, DeviceFault::bad_argument, nullptr, Cmp::le,
+                 value, limit};
+    report_failure(h_, ch_, site(), r, nullptr);
   }
 
  private:
-  // The first failing thread of this PE claims the record (nullptr when another one has).
-  __device__ CollDiag* claim() {
-    CollDiag* d = ch_.diag;
-    if (d && mem::compare_exchange<mem::kSystem>(&d->state, CollDiag::kEmpty, CollDiag::kWriting, mem::relaxed) ==
-                 CollDiag::kEmpty)
-      return d;
-    return nullptr;
+  __device__ FailSite site() const {
+    return FailSite{static_cast<uint32_t>(call_.op), static_cast<uint32_t>(call_.algo), call_.count, call_.root,
+                    call_.channels, chan_, v_.epoch()};
   }
-  __device__ void fill(CollDiag* d, uint32_t kind, int q, uint64_t seen, uint64_t expected, uint64_t elapsed) {
-    d->kind = kind;
-    d->team_slot = ch_.team.slot;
-    d->team_size = ch_.team.size;
-    d->team_rank = ch_.team.rank;
-    d->world_rank = h_.rank;
-    d->op = static_cast<uint32_t>(call_.op);
-    d->algorithm = static_cast<uint32_t>(call_.algo);
-    d->count = call_.count;
-    d->root = call_.root;
-    d->channels = call_.channels;
-    d->channel = chan_;
-    d->seq = mem::load<mem::kDevice>(v_.seq(), mem::relaxed);
-    d->epoch = mem::load<mem::kDevice>(v_.epoch(), mem::relaxed);
-    d->peer = q;
-    d->peer_world = q >= 0 && q < ch_.team.size ? team_world_rank(ch_.team, q) : -1;
-    d->seen = seen;
-    d->expected = expected;
-    d->elapsed_ns = elapsed;
-  }
-  __device__ void publish_diag(CollDiag* d) { mem::store<mem::kSystem>(&d->state, CollDiag::kReady, mem::release); }
 
   template <class Missing>
   __device__ void fail_wait(const uint64_t* addr, int q, uint64_t expected, uint64_t seen, uint64_t waited,
                             uint32_t failed, Missing&& missing) {
-    CollDiag* d = claim();
-    if (d) {
-      fill(d, failed ? CollDiag::aborted : CollDiag::timeout, q, seen, failed ? failed - 1 : expected, waited);
-      for (auto& m : d->missing) m = 0;
-      missing(d->missing);
-      publish_diag(d);
-    }
-    gpucomm::detail::fail(h_, failed ? DeviceFault::aborted : DeviceFault::timeout, DeviceOp::wait_until,
-                          team_world_rank(ch_.team, q), addr, Cmp::ge, expected,
-                          failed ? static_cast<uint64_t>(failed - 1) : seen, waited);
+    uint64_t who[16] = {};  // only on this path: the backend itself stays in registers
+    missing(who);
+    const uint64_t got = failed ? static_cast<uint64_t>(failed - 1) : seen;
+    FailReport r{failed ? CollDiag::aborted : CollDiag::timeout,
+                 q,
+                 seen,
+                 failed ? failed - 1 : expected,
+                 waited,
+                 0,
+                 0,
+                 failed ? DeviceFault::aborted : DeviceFault::timeout,
+                 addr,
+                 Cmp::ge,
+                 expected,
+                 got};
+    report_failure(h_, ch_, site(), r, who);
   }
   // Acquire polls of `addr` until ok(value); every 1024 polls the timeout, every 8192 the job state.
   template <class Ok, class Missing>
@@ -364,7 +395,11 @@ __device__ inline void run(Coop c, const DeviceHandle& h, const CollHandle& ch, 
     if (call.op == CollOp::barrier) return algo::barrier_ll(b, call);  // ends with the group barrier
     algo::reduce_ll<DT>(b, call, Range{0, call.count});
   } else if (straight_alone(ch, call)) {
-    if (call.op == CollOp::barrier) return gpucomm::device::quiet(c, h);  // ends with the group barrier
+    if (call.op == CollOp::barrier) {  // gpucomm::device::quiet, with the proxy part out of line
+      mem::fence<mem::kSystem>(mem::acq_rel);
+      quiet_proxy(c, h);
+      return coop::sync(c);
+    }
     DeviceBackend<Coop> b(c, h, ch, call, 0);
     using S = typename Num<DT>::S;
     if (call.recv) algo::convert_elems<DT>(b, static_cast<S*>(call.recv), static_cast<const S*>(call.send), call.count);
