@@ -6,6 +6,8 @@
     with gpucomm.Runtime() as rt, Collectives(rt) as coll:
         coll.allreduce(x)                 # in place; torch/cupy CUDA arrays: on their current stream
         y = coll.allgather(x)             # a new array of the same kind, size * len(x) elements
+        s = coll.scan(x)                  # prefix reductions over team ranks (exscan, reduce_scatterv)
+        req = coll.iallreduce(x)          # nonblocking, host arrays: req.wait(), req.test()
 
 Device arrays (torch, cupy, symmetric arrays of GPU PEs) go to the stream-ordered host API on the
 framework's current stream (``stream=`` overrides it: an int, or an object with ``cuda_stream`` or
@@ -59,13 +61,6 @@ def _invalid(call: str, arg: str, why: str) -> Exception:
     """The InvalidArgumentError gpucomm raises for a bad argument, naming the call and the argument."""
     from .errors import InvalidArgumentError
     return InvalidArgumentError(f"gpucomm: Collectives.{call}: argument '{arg}': {why}")
-
-
-def _is_floating(x: Any) -> bool:
-    if _module_of(x) == "torch":
-        return bool(x.is_floating_point())
-    kind = getattr(getattr(x, "dtype", None), "kind", "")
-    return kind == "f" or "float" in str(getattr(x, "dtype", ""))
 
 
 def _size(x: Any) -> int:
@@ -155,10 +150,7 @@ class Collectives:
         if _dt.is_native(send) and op != "avg":
             self._c.allreduce(send, recv, op, team, _stream_of(send, stream), algorithm, max_ctas)
             return recv
-        if op == "avg" and _dt.is_native(send) and not _is_floating(send):
-            raise _invalid("allreduce", "op", f"average needs a floating type, got {getattr(send, 'dtype', '?')}")
-        if _dt.dtype_name(send) in _dt.COMPLEX_PARTS and op == "prod":
-            self._check_local_stream("allreduce", send, stream)
+        if self._complex_product("allreduce", send, recv, op, stream):
             _dt.copy_into(recv, self._fold_all(send, op, team, stream))
             return recv
         return self._reduction("allreduce", send, recv, op, team, stream, True, lambda s, r, o: self._c.allreduce(
@@ -167,8 +159,9 @@ class Collectives:
     @_settled
     def reduce(self, send, recv=None, op: str = "sum", root: int = 0, *, team: TeamLike = "world", stream: Any = None,
                algorithm: str = "auto", max_ctas: int = 0):
-        """Reduces `send` into `recv` on team rank `root` (default: in place); other members' `recv`
-        is left as it is. Returns `recv`. ``avg`` and the types of the class docstring as in
+        """Reduces `send` into `recv` on team rank `root` (default: in place); the result is defined
+        on the root only (the types the C++ side lacks leave other members' `recv` as it is).
+        Returns `recv`. ``avg`` and the types of the class docstring as in
         allreduce (complex ``prod``: a gather to the root, multiplied there in team-rank order)."""
         recv = send if recv is None else recv
         op = _dt.canonical_op(op)
@@ -177,8 +170,7 @@ class Collectives:
             return recv
         rank, n = self._team_rank_size(team)
         self._check_root(root, n, "reduce")
-        if _dt.dtype_name(send) in _dt.COMPLEX_PARTS and op == "prod":
-            self._check_local_stream("reduce", send, stream)
+        if self._complex_product("reduce", send, recv, op, stream):
             everything = self.gather(_dt.flat(send), root=root, team=team, stream=stream)
             if rank == root:
                 _dt.copy_into(recv, _fold_blocks(everything, _size(send), n, op))
@@ -222,8 +214,7 @@ class Collectives:
         if _dt.is_native(send) and op != "avg":
             self._c.reduce_scatter(send, recv, op, team, _stream_of(send, stream), algorithm, max_ctas)
             return recv
-        if _dt.dtype_name(send) in _dt.COMPLEX_PARTS and op == "prod":
-            self._check_local_stream("reduce_scatter", send, stream)
+        if self._complex_product("reduce_scatter", send, recv, op, stream):
             rank, c = self._team_rank_size(team)[0], _size(recv)
             _dt.copy_into(recv, self._fold_all(send, op, team, stream)[rank * c:(rank + 1) * c])
             return recv
@@ -380,9 +371,8 @@ class Collectives:
                    native: Callable[[Any, Any, str], None]):
         """A reduction the C++ side does not take as it is: avg, small integers and bool (widened),
         complex sums (as float pairs). `native(send, recv, op)` runs the C++ call; `defined`: this
-        member's `recv` receives the result (False off the root of a reduce)."""
-        _dt.check_reduction(call, op, send, _invalid)
-        _dt.same_dtype(call, send, recv)
+        member's `recv` receives the result (False off the root of a reduce). Checked by
+        _complex_product first."""
         if op == "avg" and stream is not None and _module_of(recv) in ("torch", "cupy"):
             raise _invalid(call, "stream", "average divides on the framework's current stream: leave stream unset "
                            "(or make the stream current)")
@@ -403,6 +393,16 @@ class Collectives:
         if op == "avg" and defined:
             recv /= self._team_rank_size(team)[1]
         return recv
+
+    def _complex_product(self, call: str, send, recv, op: str, stream: Any) -> bool:
+        """Checks a reduction the C++ side does not take as it is; True for a complex product (which
+        the caller computes from an allgather or a gather, in team-rank order)."""
+        _dt.check_reduction(call, op, send, _invalid)
+        _dt.same_dtype(call, send, recv)
+        if _dt.dtype_name(send) in _dt.COMPLEX_PARTS and op == "prod":
+            self._check_local_stream(call, send, stream)
+            return True
+        return False
 
     def _fold_all(self, send, op: str, team: TeamLike, stream: Any):
         """Every member's `send` (allgather), combined in team-rank order: a new 1-D array."""
