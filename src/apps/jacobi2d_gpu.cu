@@ -275,6 +275,7 @@ RunResult jacobi2d_gpu(Runtime& rt, Model model, const RunConfig& cfg) {
   GPUCOMM_CUDA_CHECK(cudaMemcpy(part.data(), p.u + (static_cast<uint64_t>(steps) & 1) * w * w,
                                 w * w * sizeof(double), cudaMemcpyDeviceToHost));
   r.wrong_cells = jacobi_wrong_cells(ref, me, part.data(), cfg.corrupt_rank);
+  jacobi_dump(cfg, model, me, part.data());
   if (persistent) {
     std::vector<uint64_t> t(static_cast<size_t>(steps) + 1);
     GPUCOMM_CUDA_CHECK(cudaMemcpy(t.data(), p.times, t.size() * sizeof(uint64_t), cudaMemcpyDeviceToHost));

@@ -90,6 +90,7 @@ RunResult timed_loop(Grid& g, Model model, const RunConfig& cfg, const Halo& hal
     r.value = res;
   }
   r.wrong_cells = jacobi_wrong_cells(ref, rt.rank(), g.buf(static_cast<uint64_t>(steps) + 1), cfg.corrupt_rank);
+  jacobi_dump(cfg, model, rt.rank(), g.buf(static_cast<uint64_t>(steps) + 1));
   rt.barrier_all();
   return r;
 }

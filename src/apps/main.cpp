@@ -148,6 +148,8 @@ int run(int argc, char** argv, const std::string& cmdline) {
       cfg.iters = parse_count(next("--iters"), "--iters", 1);
     } else if (a == "--json") {
       json = next("--json");
+    } else if (a == "--dump-grid") {
+      cfg.dump_dir = next("--dump-grid");
     } else if (a == "--corrupt-rank") {
       cfg.corrupt_rank = parse_count(next("--corrupt-rank"), "--corrupt-rank", 0);
     } else {

@@ -59,6 +59,10 @@ const JacobiReference& jacobi_reference(int pes, uint64_t n, int steps);
 // `corrupt_rank` adds 1 to its first point before comparing (tests: the check must fail).
 uint64_t jacobi_wrong_cells(const JacobiReference& ref, int rank, const double* part, int corrupt_rank);
 
+// Tests: when cfg.dump_dir is set, PE `rank` writes its final interior rows (n x n doubles, row-major,
+// native byte order) to DIR/jacobi2d-MODEL-N-RANK.f64.
+void jacobi_dump(const RunConfig& cfg, Model model, int rank, const double* part);
+
 // Host-memory PEs: the models marked done for host PEs in the catalog. Collective over the world.
 RunResult jacobi2d_host(Runtime& rt, Model model, const RunConfig& cfg);
 // GPU PEs: the models marked done for GPU PEs. Collective over the world. Raises

@@ -2,6 +2,7 @@
 // What every application of the suite takes and returns for one (model, size) run on one PE
 // (docs/APPS.md): the run's configuration and this PE's times and check results.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "gpucomm/apps/catalog.hpp"
@@ -13,6 +14,7 @@ struct RunConfig {
   int warmup = 5;
   int iters = 50;
   int corrupt_rank = -1;  // tests: this PE corrupts its result (each application says how), so the check must fail
+  std::string dump_dir;   // tests: applications with a distributed result write each PE's part there
 };
 
 // One (model, size) run on this PE.
