@@ -59,8 +59,9 @@ AppInfo global_sum() {
 AppInfo jacobi2d() {
   AppInfo a;
   a.name = "jacobi2d";
-  a.summary = "5-point Jacobi on a 2-D grid split by rows; halo rows to the neighbours and an allreduce of the "
-              "residual every iteration";
+  a.summary =
+      "5-point Jacobi on a 2-D grid split by rows; halo rows to the neighbours and an allreduce of the "
+      "residual every iteration";
   a.size_unit = "points per side of each PE's N x N part";
   a.min_size = 4;
   a.max_size = 2 * kK;

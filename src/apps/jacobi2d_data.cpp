@@ -73,8 +73,8 @@ uint64_t jacobi_wrong_cells(const JacobiReference& ref, int rank, const double* 
 void jacobi_dump(const RunConfig& cfg, Model model, int rank, const double* part) {
   if (cfg.dump_dir.empty()) return;
   const uint64_t n = cfg.size, w = jacobi_width(n);
-  const std::string path = cfg.dump_dir + "/jacobi2d-" + model_name(model) + "-" + std::to_string(n) + "-" +
-                           std::to_string(rank) + ".f64";
+  const std::string path =
+      cfg.dump_dir + "/jacobi2d-" + model_name(model) + "-" + std::to_string(n) + "-" + std::to_string(rank) + ".f64";
   std::ofstream f(path, std::ios::binary);
   for (uint64_t i = 1; i <= n; ++i)
     f.write(reinterpret_cast<const char*>(part + i * w + 1), static_cast<std::streamsize>(n * sizeof(double)));

@@ -34,14 +34,14 @@ using apps::device::kJacobiThreads;
 
 // The PE's state as the kernels see it.
 struct Part {
-  double* u;          // symmetric [2][w * w]
-  uint64_t* flags;    // symmetric [2]: [0] row 0 (from above) holds iteration flags[0]; [1] row n + 1 (from below)
-  uint32_t* bar;      // symmetric [2]: the grid barrier's count and generation
-  double* stage;      // symmetric [1]: this PE's residual, the allreduce's source
-  double* partials;   // [blocks]: each block's largest change
-  unsigned* finished; // the update kernel's count of finished blocks (cpu model)
-  double* residual;   // [steps]: every iteration's all-reduced residual
-  uint64_t* times;    // [steps + 1]: global timer before the first and after every iteration
+  double* u;           // symmetric [2][w * w]
+  uint64_t* flags;     // symmetric [2]: [0] row 0 (from above) holds iteration flags[0]; [1] row n + 1 (from below)
+  uint32_t* bar;       // symmetric [2]: the grid barrier's count and generation
+  double* stage;       // symmetric [1]: this PE's residual, the allreduce's source
+  double* partials;    // [blocks]: each block's largest change
+  unsigned* finished;  // the update kernel's count of finished blocks (cpu model)
+  double* residual;    // [steps]: every iteration's all-reduced residual
+  uint64_t* times;     // [steps + 1]: global timer before the first and after every iteration
   uint64_t n, w;
   int up, down;  // -1 at the top and bottom
   double corrupt;
@@ -158,8 +158,8 @@ T* device_alloc(size_t count) {
   return static_cast<T*>(q);
 }
 
-void launch_persistent(Model model, unsigned blocks, cudaStream_t stream, Part p, DeviceHandle h,
-                       coll::CollHandle ch, int steps) {
+void launch_persistent(Model model, unsigned blocks, cudaStream_t stream, Part p, DeviceHandle h, coll::CollHandle ch,
+                       int steps) {
   void* args[] = {&p, &h, &ch, &steps};
   const void* kernel = model == Model::loadstore ? reinterpret_cast<const void*>(&k_persistent<Model::loadstore>)
                                                  : reinterpret_cast<const void*>(&k_persistent<Model::putget>);
@@ -253,8 +253,7 @@ RunResult jacobi2d_gpu(Runtime& rt, Model model, const RunConfig& cfg) {
       k_update<<<blocks, kJacobiThreads, 0, stream>>>(p, step);
       GPUCOMM_CUDA_CHECK_LAUNCH("jacobi2d update kernel");
       coll.allreduce(p.stage, p.residual + it, 1, coll::DataType::f64, coll::RedOp::max, rt.world(), rt.stream());
-      GPUCOMM_CUDA_CHECK(
-          cudaMemcpyAsync(pinned + it, p.residual + it, sizeof(double), cudaMemcpyDeviceToHost, stream));
+      GPUCOMM_CUDA_CHECK(cudaMemcpyAsync(pinned + it, p.residual + it, sizeof(double), cudaMemcpyDeviceToHost, stream));
       GPUCOMM_CUDA_CHECK(cudaStreamSynchronize(stream));
       GPUCOMM_CUDA_CHECK(cudaEventRecord(ev[static_cast<size_t>(it) + 1], stream));
     }
@@ -272,8 +271,8 @@ RunResult jacobi2d_gpu(Runtime& rt, Model model, const RunConfig& cfg) {
     if (got[i] != ref.residual[i]) ++r.wrong;
   r.value = got.back();
   std::vector<double> part(w * w);
-  GPUCOMM_CUDA_CHECK(cudaMemcpy(part.data(), p.u + (static_cast<uint64_t>(steps) & 1) * w * w,
-                                w * w * sizeof(double), cudaMemcpyDeviceToHost));
+  GPUCOMM_CUDA_CHECK(cudaMemcpy(part.data(), p.u + (static_cast<uint64_t>(steps) & 1) * w * w, w * w * sizeof(double),
+                                cudaMemcpyDeviceToHost));
   r.wrong_cells = jacobi_wrong_cells(ref, me, part.data(), cfg.corrupt_rank);
   jacobi_dump(cfg, model, me, part.data());
   if (persistent) {

@@ -103,28 +103,36 @@ RunResult run_loadstore(Runtime& rt, const RunConfig& cfg, const Residual& resid
             "PE " + std::to_string(p) + " is not mapped here (load/store needs the neighbours on this node)");
     }
   }
-  return timed_loop(g, Model::loadstore, cfg, [&](uint64_t step) {
-    double* b = g.buf(step);
-    if (g.up >= 0) {  // plain stores into the neighbour's rows, then a release store of its flag
-      std::memcpy(static_cast<double*>(rt.ptr(g.row(b, g.n + 1), g.up)), g.row(b, 1), g.row_bytes());
-      mem::host_store(static_cast<uint64_t*>(rt.ptr(g.flags + 1, g.up)), step, std::memory_order_release);
-    }
-    if (g.down >= 0) {
-      std::memcpy(static_cast<double*>(rt.ptr(g.row(b, 0), g.down)), g.row(b, g.n), g.row_bytes());
-      mem::host_store(static_cast<uint64_t*>(rt.ptr(g.flags + 0, g.down)), step, std::memory_order_release);
-    }
-    g.wait_halos(step);
-  }, residual);
+  return timed_loop(
+      g, Model::loadstore, cfg,
+      [&](uint64_t step) {
+        double* b = g.buf(step);
+        if (g.up >= 0) {  // plain stores into the neighbour's rows, then a release store of its flag
+          std::memcpy(static_cast<double*>(rt.ptr(g.row(b, g.n + 1), g.up)), g.row(b, 1), g.row_bytes());
+          mem::host_store(static_cast<uint64_t*>(rt.ptr(g.flags + 1, g.up)), step, std::memory_order_release);
+        }
+        if (g.down >= 0) {
+          std::memcpy(static_cast<double*>(rt.ptr(g.row(b, 0), g.down)), g.row(b, g.n), g.row_bytes());
+          mem::host_store(static_cast<uint64_t*>(rt.ptr(g.flags + 0, g.down)), step, std::memory_order_release);
+        }
+        g.wait_halos(step);
+      },
+      residual);
 }
 
 RunResult run_putget(Runtime& rt, const RunConfig& cfg, const Residual& residual) {
   Grid g(rt, cfg.size);
-  return timed_loop(g, Model::putget, cfg, [&](uint64_t step) {
-    double* b = g.buf(step);
-    if (g.up >= 0) rt.put_signal(g.row(b, g.n + 1), g.row(b, 1), g.row_bytes(), g.flags + 1, step, SignalOp::set, g.up);
-    if (g.down >= 0) rt.put_signal(g.row(b, 0), g.row(b, g.n), g.row_bytes(), g.flags + 0, step, SignalOp::set, g.down);
-    g.wait_halos(step);
-  }, residual);
+  return timed_loop(
+      g, Model::putget, cfg,
+      [&](uint64_t step) {
+        double* b = g.buf(step);
+        if (g.up >= 0)
+          rt.put_signal(g.row(b, g.n + 1), g.row(b, 1), g.row_bytes(), g.flags + 1, step, SignalOp::set, g.up);
+        if (g.down >= 0)
+          rt.put_signal(g.row(b, 0), g.row(b, g.n), g.row_bytes(), g.flags + 0, step, SignalOp::set, g.down);
+        g.wait_halos(step);
+      },
+      residual);
 }
 
 RunResult run_sendrecv(Runtime& rt, const RunConfig& cfg, const Residual& residual) {
@@ -133,15 +141,18 @@ RunResult run_sendrecv(Runtime& rt, const RunConfig& cfg, const Residual& residu
   Grid g(rt, cfg.size);
   constexpr int kToUp = 11, kToDown = 12;  // tags: the direction the row travels
   std::vector<msg::Request> reqs;
-  return timed_loop(g, Model::sendrecv, cfg, [&](uint64_t step) {
-    double* b = g.buf(step);
-    reqs.clear();
-    if (g.up >= 0) reqs.push_back(comm.irecv(g.row(b, 0), g.row_bytes(), g.up, kToDown));
-    if (g.down >= 0) reqs.push_back(comm.irecv(g.row(b, g.n + 1), g.row_bytes(), g.down, kToUp));
-    if (g.up >= 0) reqs.push_back(comm.isend(g.row(b, 1), g.row_bytes(), g.up, kToUp));
-    if (g.down >= 0) reqs.push_back(comm.isend(g.row(b, g.n), g.row_bytes(), g.down, kToDown));
-    messenger.waitall(reqs);
-  }, residual);
+  return timed_loop(
+      g, Model::sendrecv, cfg,
+      [&](uint64_t step) {
+        double* b = g.buf(step);
+        reqs.clear();
+        if (g.up >= 0) reqs.push_back(comm.irecv(g.row(b, 0), g.row_bytes(), g.up, kToDown));
+        if (g.down >= 0) reqs.push_back(comm.irecv(g.row(b, g.n + 1), g.row_bytes(), g.down, kToUp));
+        if (g.up >= 0) reqs.push_back(comm.isend(g.row(b, 1), g.row_bytes(), g.up, kToUp));
+        if (g.down >= 0) reqs.push_back(comm.isend(g.row(b, g.n), g.row_bytes(), g.down, kToDown));
+        messenger.waitall(reqs);
+      },
+      residual);
 }
 
 // The CPU-controlled baseline: rows 1 and n are staged into a private buffer and all-gathered
@@ -150,18 +161,21 @@ RunResult run_sendrecv(Runtime& rt, const RunConfig& cfg, const Residual& residu
 RunResult run_cpu(Runtime& rt, const RunConfig& cfg, const Residual& residual) {
   Grid g(rt, cfg.size);
   std::string staging(2 * g.row_bytes(), '\0');
-  return timed_loop(g, Model::cpu, cfg, [&](uint64_t step) {
-    double* b = g.buf(step);
-    std::memcpy(staging.data(), g.row(b, 1), g.row_bytes());
-    std::memcpy(staging.data() + g.row_bytes(), g.row(b, g.n), g.row_bytes());
-    const auto all = rt.bootstrap().allgather(staging);
-    for (const auto& v : all) {
-      if (v.size() != staging.size())
-        raise(Errc::protocol, "jacobi2d cpu", "a PE sent " + std::to_string(v.size()) + " bytes of halo rows");
-    }
-    if (g.up >= 0) std::memcpy(g.row(b, 0), all[static_cast<size_t>(g.up)].data() + g.row_bytes(), g.row_bytes());
-    if (g.down >= 0) std::memcpy(g.row(b, g.n + 1), all[static_cast<size_t>(g.down)].data(), g.row_bytes());
-  }, residual);
+  return timed_loop(
+      g, Model::cpu, cfg,
+      [&](uint64_t step) {
+        double* b = g.buf(step);
+        std::memcpy(staging.data(), g.row(b, 1), g.row_bytes());
+        std::memcpy(staging.data() + g.row_bytes(), g.row(b, g.n), g.row_bytes());
+        const auto all = rt.bootstrap().allgather(staging);
+        for (const auto& v : all) {
+          if (v.size() != staging.size())
+            raise(Errc::protocol, "jacobi2d cpu", "a PE sent " + std::to_string(v.size()) + " bytes of halo rows");
+        }
+        if (g.up >= 0) std::memcpy(g.row(b, 0), all[static_cast<size_t>(g.up)].data() + g.row_bytes(), g.row_bytes());
+        if (g.down >= 0) std::memcpy(g.row(b, g.n + 1), all[static_cast<size_t>(g.down)].data(), g.row_bytes());
+      },
+      residual);
 }
 
 }  // namespace

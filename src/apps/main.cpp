@@ -103,16 +103,16 @@ struct AppFns {
 
 AppFns app_fns(const std::string& name) {
   if (name == "jacobi2d") {
-    return {jacobi2d_host, jacobi2d_gpu, [](int pes, const RunConfig& c) {
-              return jacobi_reference(pes, c.size, c.warmup + c.iters).residual.back();
-            },
-            [](bool gpu) -> std::string {
-              return gpu ? "loadstore, putget: the global timer read by the persistent kernel after each iteration's "
-                           "allreduce; cpu: CUDA events between consecutive iterations on the runtime's stream; a "
-                           "step (one iteration) takes the slowest PE's time"
-                         : "wall clock of the halo exchange, the update and the residual's allreduce after a "
-                           "barrier; a step (one iteration) takes the slowest PE's time";
-            }};
+    return {
+        jacobi2d_host, jacobi2d_gpu,
+        [](int pes, const RunConfig& c) { return jacobi_reference(pes, c.size, c.warmup + c.iters).residual.back(); },
+        [](bool gpu) -> std::string {
+          return gpu ? "loadstore, putget: the global timer read by the persistent kernel after each iteration's "
+                       "allreduce; cpu: CUDA events between consecutive iterations on the runtime's stream; a "
+                       "step (one iteration) takes the slowest PE's time"
+                     : "wall clock of the halo exchange, the update and the residual's allreduce after a "
+                       "barrier; a step (one iteration) takes the slowest PE's time";
+        }};
   }
   if (name == "global_sum") {
     return {global_sum_host, global_sum_gpu,
@@ -185,7 +185,8 @@ int run(int argc, char** argv, const std::string& cmdline) {
       const auto& r = records.back();
       if (talk) {
         std::fprintf(stderr, "[%zu/%zu] %s %-10s %6s: median %10.2f us  %s\n", records.size(), total, app->name.c_str(),
-                     model_name(m), size_text(size).c_str(), r.median_us, r.wrong || r.wrong_cells ? "WRONG RESULT" : "verified");
+                     model_name(m), size_text(size).c_str(), r.median_us,
+                     r.wrong || r.wrong_cells ? "WRONG RESULT" : "verified");
       }
     }
   }
@@ -204,7 +205,8 @@ int run(int argc, char** argv, const std::string& cmdline) {
   if (talk && wrong)
     std::fprintf(stderr, "gpucomm-apps: %d step(s) differ from the CPU reference (see 'wrong_steps')\n", wrong);
   if (talk && wrong_cells) {
-    std::fprintf(stderr, "gpucomm-apps: %llu point(s) of the result differ from the CPU reference (see 'wrong_cells')\n",
+    std::fprintf(stderr,
+                 "gpucomm-apps: %llu point(s) of the result differ from the CPU reference (see 'wrong_cells')\n",
                  static_cast<unsigned long long>(wrong_cells));
   }
   rt.barrier_all();

@@ -70,9 +70,9 @@ std::string report_json(const ReportHeader& h, const std::vector<RunRecord>& run
     w.field("timing", h.timing);
   } else {
     w.field("timing", h.pe_kind == "gpu" ? "CUDA events between consecutive steps on the runtime's stream; a step's "
-                                         "time is the slowest PE's"
-                                       : "wall clock of the local reduce and the exchange after a barrier; a step's "
-                                         "time is the slowest PE's");
+                                           "time is the slowest PE's"
+                                         : "wall clock of the local reduce and the exchange after a barrier; a step's "
+                                           "time is the slowest PE's");
   }
   w.begin_array("results");
   for (const auto& r : runs) {

@@ -32,7 +32,9 @@ inline double jacobi_point(double up, double down, double left, double right) {
 
 // One PE's part of the grid: n interior rows of n points, framed by the halo (or boundary) rows
 // 0 and n + 1 and the boundary columns 0 and n + 1; row-major, (n + 2) x (n + 2).
-inline uint64_t jacobi_width(uint64_t n) { return n + 2; }
+inline uint64_t jacobi_width(uint64_t n) {
+  return n + 2;
+}
 // PE `rank`'s initial part, boundaries included, halo rows of inner PEs zero.
 std::vector<double> jacobi_initial_part(int rank, int pes, uint64_t n);
 
