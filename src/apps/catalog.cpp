@@ -56,6 +56,47 @@ AppInfo global_sum() {
   return a;
 }
 
+AppInfo jacobi2d() {
+  AppInfo a;
+  a.name = "jacobi2d";
+  a.summary =
+      "5-point Jacobi on a 2-D grid split by rows; halo rows to the neighbours and an allreduce of the "
+      "residual every iteration";
+  a.size_unit = "points per side of each PE's N x N part";
+  a.min_size = 4;
+  a.max_size = 2 * kK;
+  a.default_sizes = {256, kK};
+  a.sweep = {64, 128, 256, 512, kK, 2 * kK};
+  a.done = true;
+  using S = Support;
+  const char* const residual =
+      "the halo exchange is point to point; the residual's allreduce is the library's collective in every model "
+      "but cpu";
+  a.models = {
+      entry(Model::loadstore, S::done, S::done,
+            "plain stores of the edge rows into the neighbours' halo rows (peer views of the symmetric heap), "
+            "then a release store of their flags",
+            "", "from the persistent kernel: block 0 stores the rows, thread 0 releases the flags at system scope"),
+      entry(Model::putget, S::done, S::done, "put-with-signal of the edge rows into the neighbours' halo rows", "",
+            "device::put_signal by block 0 of the persistent kernel"),
+      entry(Model::proxy, S::not_possible, S::planned, "GPU-issued puts through the CPU proxy", kNoGpuIssuer),
+      entry(Model::agent, S::not_possible, S::planned, "GPU-issued puts through the GPU service agent", kNoGpuIssuer),
+      entry(Model::sendrecv, S::done, S::planned,
+            "two-sided: irecv of both halo rows, isend of both edge rows to the neighbours, waitall"),
+      entry(Model::am, S::planned, S::planned, "active messages carrying the edge rows"),
+      entry(Model::collective, S::not_possible, S::not_possible,
+            "the halo exchange is point to point, not a collective", residual, residual),
+      entry(Model::cpu, S::done, S::done, "CPU-controlled: the compute ends, the host communicates, then goes on",
+            "the edge rows and the residual are staged into private buffers and all-gathered through the "
+            "bootstrap store (TCP, a CPU messaging path without shared memory); an MPI baseline is planned",
+            "the update kernel ends; the host enqueues the library's stream-ordered put-with-signal of the edge "
+            "rows and waits for the halo rows, relaunches the update kernel, then enqueues the stream-ordered "
+            "allreduce of the residual and a copy into pinned memory; one stream synchronization per iteration"),
+      entry(Model::patterns, S::planned, S::planned, "the pattern layer's halo-exchange plan"),
+  };
+  return a;
+}
+
 AppInfo planned(std::string name, std::string summary) {
   AppInfo a;
   a.name = std::move(name);
@@ -114,7 +155,7 @@ const std::vector<AppInfo>& catalog() {
   static const std::vector<AppInfo> apps = {
       global_sum(),
       planned("random_access", "HPC Challenge RandomAccess: updates of random table entries across PEs"),
-      planned("jacobi2d", "Jacobi iteration on a 2-D grid with halo exchange"),
+      jacobi2d(),
       planned("nbody", "N-Body: all-pairs forces, positions circulated among PEs"),
       planned("himeno", "Himeno: 3-D Poisson stencil with halo exchange"),
       planned("mmv", "multi-matrix-vector products in batches"),

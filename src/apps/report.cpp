@@ -36,7 +36,7 @@ double median(std::vector<double> v) {
 RunRecord gather_record(Runtime& rt, const RunResult& mine, double reference) {
   std::ostringstream out;
   out.precision(17);
-  out << mine.wrong;
+  out << mine.wrong << ' ' << mine.wrong_cells;
   for (double t : mine.iter_us) out << ' ' << t;
   const auto all = rt.bootstrap().allgather(out.str());
   RunRecord rec;
@@ -46,8 +46,10 @@ RunRecord gather_record(Runtime& rt, const RunResult& mine, double reference) {
   for (const auto& part : all) {
     std::istringstream in(part);
     int wrong = 0;
-    in >> wrong;
+    uint64_t wrong_cells = 0;
+    in >> wrong >> wrong_cells;
     rec.wrong += wrong;
+    rec.wrong_cells += wrong_cells;
     for (double& slowest : rec.step_us) {
       double t = 0;
       if (!(in >> t)) raise(Errc::protocol, "gpucomm-apps", "a PE reported fewer step times than this one");
@@ -64,16 +66,21 @@ std::string report_json(const ReportHeader& h, const std::vector<RunRecord>& run
   w.begin_object().field("app", h.app).field("date", iso_now()).field("commit", GPUCOMM_GIT_COMMIT);
   w.field("command", h.command).field("pe_kind", h.pe_kind).field("pes", h.pes);
   w.field("warmup", h.warmup).field("iters", h.iters);
-  w.field("timing", h.pe_kind == "gpu" ? "CUDA events between consecutive steps on the runtime's stream; a step's "
-                                         "time is the slowest PE's"
-                                       : "wall clock of the local reduce and the exchange after a barrier; a step's "
-                                         "time is the slowest PE's");
+  if (!h.timing.empty()) {
+    w.field("timing", h.timing);
+  } else {
+    w.field("timing", h.pe_kind == "gpu" ? "CUDA events between consecutive steps on the runtime's stream; a step's "
+                                           "time is the slowest PE's"
+                                         : "wall clock of the local reduce and the exchange after a barrier; a step's "
+                                           "time is the slowest PE's");
+  }
   w.begin_array("results");
   for (const auto& r : runs) {
     w.begin_object().field("model", model_name(r.mine.model)).field("size", r.mine.size);
     w.field("median_us", r.median_us).field("min_us", r.min_us);
     w.field("value", r.mine.value).field("reference", r.reference);
-    w.field("verified", r.wrong == 0).field("wrong_steps", r.wrong);
+    w.field("verified", r.wrong == 0 && r.wrong_cells == 0).field("wrong_steps", r.wrong);
+    w.field("wrong_cells", r.wrong_cells);
     w.begin_array("iter_us");
     for (double t : r.step_us) w.value(t);
     w.end_array().end_object();

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gpucomm/apps/catalog.hpp"
+#include "gpucomm/apps/run.hpp"
 #include "gpucomm/runtime/runtime.hpp"
 
 namespace gpucomm::apps {
@@ -29,22 +30,6 @@ std::vector<double> global_sum_inputs(int rank, uint64_t n);
 int64_t global_sum_reference(int pes, uint64_t n);
 // The local reduce of the host models, the same function in every model.
 double global_sum_local(const double* x, uint64_t n);
-
-struct RunConfig {
-  uint64_t size = 128;  // elements per PE
-  int warmup = 5;
-  int iters = 50;
-  int corrupt_rank = -1;  // tests: this PE adds 1 to its local sum, so the check must fail
-};
-
-// One (model, size) run on this PE.
-struct RunResult {
-  Model model = Model::loadstore;
-  uint64_t size = 0;
-  std::vector<double> iter_us;  // this PE's time per timed iteration
-  double value = 0;             // the global sum of the last iteration
-  int wrong = 0;                // iterations (warm-up included) whose global sum differs from the reference
-};
 
 // Host-memory PEs: the models marked done for host PEs in the catalog. Collective over the world.
 RunResult global_sum_host(Runtime& rt, Model model, const RunConfig& cfg);

@@ -40,6 +40,8 @@ def print_runs(report: dict, out=sys.stdout) -> None:
     print(f"{'model':<12} {'size':>6} {'median us':>12} {'min us':>12}  result", file=out)
     for r in report["results"]:
         result = "verified" if r["verified"] else f"WRONG in {r['wrong_steps']} step(s)"
+        if r.get("wrong_cells"):
+            result += f", {r['wrong_cells']} point(s) of the result"
         print(f"{r['model']:<12} {size_text(r['size']):>6} {r['median_us']:>12.2f} {r['min_us']:>12.2f}  {result}",
               file=out)
 

@@ -15,7 +15,7 @@ FULL = {"warmup": 5, "iters": 50}
 
 
 def register(sub) -> None:
-    p = sub.add_parser("apps", help="the application suite: Global Sum, ... in every communication model",
+    p = sub.add_parser("apps", help="the application suite: Global Sum, Jacobi 2-D, ... in every communication model",
                        description="Applications in several communication models, each checked against a CPU "
                                    "reference and timed (docs/APPS.md). GPU PEs when GPUs exist, host-memory PEs "
                                    "otherwise (or with --host).")
@@ -38,7 +38,8 @@ def register(sub) -> None:
     run.add_argument("--warmup", type=_args.nonneg_int, default=None,
                      help="untimed steps first (default 5; 2 with --quick)")
     run.add_argument("--iters", type=_args.positive_int, default=None, help="timed steps (default 50; 10 with --quick)")
-    run.add_argument("--corrupt-rank", type=_args.nonneg_int, default=None, help=argparse.SUPPRESS)  # tests: that PE's local sum is off by one
+    run.add_argument("--corrupt-rank", type=_args.nonneg_int, default=None, help=argparse.SUPPRESS)  # tests: that PE's result is off by one (docs/APPS.md)
+    run.add_argument("--dump-grid", default=None, metavar="DIR", help=argparse.SUPPRESS)  # tests: each PE's final grid
     run.set_defaults(func=cmd_run)
 
     cmp = cmds.add_parser("compare", help="run applications in every model and compare the models",
@@ -118,6 +119,8 @@ def cmd_run(args) -> int:
     steps = dict(QUICK if args.quick else FULL)
     steps.update({k: v for k, v in (("warmup", args.warmup), ("iters", args.iters)) if v is not None})
     extra = ["--corrupt-rank", str(args.corrupt_rank)] if args.corrupt_rank is not None else []
+    if args.dump_grid is not None:
+        extra += ["--dump-grid", args.dump_grid]
     rc, report = runner.run_app(app, models, sizes, pes=n, gpu=gpu, extra=extra, **steps)
     if report:
         print()
