@@ -75,8 +75,8 @@ cudaError_t launch_alltoallv_inline(const DeviceHandle& h, const CollHandle& ch,
   CollHandle chv = ch;
   Call cv = call;
   void* args[] = {&hv, &chv, &cv, &counts};
-  return launch_following(reinterpret_cast<const void*>(alltoallv_inline_kernel_for(type_size(call.dt))),
-                          call.channels, threads, args, s);
+  return launch_following(reinterpret_cast<const void*>(alltoallv_inline_kernel_for(type_size(call.dt))), call.channels,
+                          threads, args, s);
 }
 
 }  // namespace gpucomm::coll::detail

@@ -57,3 +57,20 @@ def pe_program(build) -> str:
     if not p.exists():
         pytest.skip(f"{p} not built")
     return str(p)
+
+
+@pytest.fixture
+def apps_tool(build) -> Path:
+    """The application suite's program (tests/python/test_apps*.py)."""
+    tool = build / "python" / "gpucomm" / "_bin" / "gpucomm-apps"
+    if not tool.exists():
+        pytest.skip(f"{tool} not built (target gpucomm-apps)")
+    return tool
+
+
+@pytest.fixture
+def run_apps(run_gpucomm):
+    """`gpucomm apps ARGS...` with a 30 s library timeout."""
+    def run(*args, timeout=180):
+        return run_gpucomm("apps", *args, env={"GPUCOMM_TIMEOUT": "30"}, timeout=timeout)
+    return run

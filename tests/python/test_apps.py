@@ -23,23 +23,11 @@ def reference(pes: int, n: int) -> int:
     return sum(((i * 2654435761 + r * 97) % 201) - 100 for r in range(pes) for i in range(n))
 
 
-@pytest.fixture
-def apps_tool(build):
-    tool = build / "python" / "gpucomm" / "_bin" / "gpucomm-apps"
-    if not tool.exists():
-        pytest.skip(f"{tool} not built (target gpucomm-apps)")
-    return tool
-
-
-def run_apps(run_gpucomm, *args, timeout=180):
-    return run_gpucomm("apps", *args, env={"GPUCOMM_TIMEOUT": "30"}, timeout=timeout)
-
-
 @pytest.mark.parametrize("pes", [2, 3])
 @pytest.mark.parametrize("model", HOST_MODELS)
-def test_global_sum_host_model_equals_reference(run_gpucomm, apps_tool, tmp_path, model, pes):
+def test_global_sum_host_model_equals_reference(run_apps, apps_tool, tmp_path, model, pes):
     out = tmp_path / "gs.json"
-    r = run_apps(run_gpucomm, "run", "global_sum", "--host", "-n", str(pes), "--model", model,
+    r = run_apps("run", "global_sum", "--host", "-n", str(pes), "--model", model,
                  "--size", ",".join(SIZES), "--warmup", "1", "--iters", "4", "--json", str(out))
     assert r.returncode == 0, r.stdout + r.stderr
     doc = json.loads(out.read_text())
@@ -59,9 +47,9 @@ def test_global_sum_host_model_equals_reference(run_gpucomm, apps_tool, tmp_path
 
 
 @pytest.mark.parametrize("model", HOST_MODELS)
-def test_a_wrong_result_is_caught(run_gpucomm, apps_tool, tmp_path, model):
+def test_a_wrong_result_is_caught(run_apps, apps_tool, tmp_path, model):
     out = tmp_path / "gs.json"
-    r = run_apps(run_gpucomm, "run", "global_sum", "--host", "-n", "2", "--model", model, "--size", "128",
+    r = run_apps("run", "global_sum", "--host", "-n", "2", "--model", model, "--size", "128",
                  "--warmup", "0", "--iters", "2", "--corrupt-rank", "1", "--json", str(out))
     assert r.returncode == 1, r.stdout + r.stderr
     (res,) = json.loads(out.read_text())["runs"][0]["results"]
@@ -70,14 +58,14 @@ def test_a_wrong_result_is_caught(run_gpucomm, apps_tool, tmp_path, model):
     assert "WRONG" in r.stdout + r.stderr
 
 
-def test_list_shows_models_and_planned_apps(run_gpucomm, apps_tool):
-    r = run_apps(run_gpucomm, "list")
+def test_list_shows_models_and_planned_apps(run_apps, apps_tool):
+    r = run_apps("list")
     assert r.returncode == 0, r.stderr
     assert "global_sum" in r.stdout
     assert "jacobi2d:" in r.stdout  # done: tests/python/test_apps_jacobi.py
     for name in ("random_access", "nbody", "himeno", "mmv", "aliev_panfilov"):
         assert f"{name}:" in r.stdout and "planned, not done" in r.stdout.split(f"{name}:")[1].splitlines()[0]
-    r = run_apps(run_gpucomm, "list", "--json")
+    r = run_apps("list", "--json")
     (gs,) = [a for a in json.loads(r.stdout)["apps"] if a["name"] == "global_sum"]
     assert [m["model"] for m in gs["models"] if m["host"] == "done"] == HOST_MODELS
     assert [m["model"] for m in gs["models"] if m["gpu"] == "done"] == GPU_MODELS
@@ -92,8 +80,8 @@ def test_list_shows_models_and_planned_apps(run_gpucomm, apps_tool):
     (["--size", "12Q"], ["'12Q' is not a size", "valid sizes"]),
     (["--size", "128,17M"], ["'17M' is out of range", "16M"]),
 ])
-def test_bad_model_or_size_is_a_usage_error(run_gpucomm, apps_tool, args, words):
-    r = run_apps(run_gpucomm, "run", "global_sum", "--host", *args)
+def test_bad_model_or_size_is_a_usage_error(run_apps, apps_tool, args, words):
+    r = run_apps("run", "global_sum", "--host", *args)
     assert r.returncode == 2, r.stdout + r.stderr
     assert r.stderr.startswith("gpucomm apps run: error: "), r.stderr
     for w in words:
@@ -103,8 +91,8 @@ def test_bad_model_or_size_is_a_usage_error(run_gpucomm, apps_tool, args, words)
 
 @pytest.mark.parametrize("app, words", [("nosuch", "unknown application 'nosuch'"),
                                         ("nbody", "nbody is planned, not written yet")])
-def test_bad_or_planned_app_is_a_usage_error(run_gpucomm, apps_tool, app, words):
-    r = run_apps(run_gpucomm, "run", app, "--host")
+def test_bad_or_planned_app_is_a_usage_error(run_apps, apps_tool, app, words):
+    r = run_apps("run", app, "--host")
     assert r.returncode == 2 and words in r.stderr and "valid applications: global_sum" in r.stderr, r.stderr
 
 
@@ -115,9 +103,9 @@ def test_program_refuses_bad_arguments_by_itself(apps_tool):
     assert r.returncode == 2 and "--sizes" in r.stderr and "valid sizes of global_sum" in r.stderr, r.stderr
 
 
-def test_compare_quick_on_host_pes(run_gpucomm, apps_tool, tmp_path):
+def test_compare_quick_on_host_pes(run_apps, apps_tool, tmp_path):
     out = tmp_path / "cmp.json"
-    r = run_apps(run_gpucomm, "compare", "--quick", "--host", "--json", str(out), timeout=400)
+    r = run_apps("compare", "--quick", "--host", "--json", str(out), timeout=400)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "speed-up over cpu" in r.stdout and "not done yet" in r.stdout
     reports = {report["app"]: report for report in json.loads(out.read_text())["runs"]}
@@ -134,10 +122,10 @@ def test_compare_quick_on_host_pes(run_gpucomm, apps_tool, tmp_path):
 
 @pytest.mark.skipif(gpu_count() == 0, reason="no GPU on this machine: the GPU models of Global Sum need one")
 @pytest.mark.parametrize("model", GPU_MODELS)
-def test_global_sum_gpu_model_equals_reference(run_gpucomm, apps_tool, tmp_path, model):
+def test_global_sum_gpu_model_equals_reference(run_apps, apps_tool, tmp_path, model):
     out = tmp_path / "gs.json"
     pes = max(2, gpu_count())
-    r = run_apps(run_gpucomm, "run", "global_sum", "-n", str(pes), "--model", model, "--size", "128,1000,256K",
+    r = run_apps("run", "global_sum", "-n", str(pes), "--model", model, "--size", "128,1000,256K",
                  "--warmup", "2", "--iters", "5", "--json", str(out))
     assert r.returncode == 0, r.stdout + r.stderr
     (report,) = json.loads(out.read_text())["runs"]

@@ -47,18 +47,6 @@ def test_reference_is_not_trivial():
     assert grid[0].max() > grid[-1].max()  # heat flows in from the top edge
 
 
-@pytest.fixture
-def apps_tool(build):
-    tool = build / "python" / "gpucomm" / "_bin" / "gpucomm-apps"
-    if not tool.exists():
-        pytest.skip(f"{tool} not built (target gpucomm-apps)")
-    return tool
-
-
-def run_apps(run_gpucomm, *args, timeout=180):
-    return run_gpucomm("apps", *args, env={"GPUCOMM_TIMEOUT": "30"}, timeout=timeout)
-
-
 def check_run(r, out, dump, model, pes, kind, sizes):
     assert r.returncode == 0, r.stdout + r.stderr
     doc = json.loads(out.read_text())
@@ -86,19 +74,19 @@ def check_run(r, out, dump, model, pes, kind, sizes):
 
 @pytest.mark.parametrize("pes", [2, 3])
 @pytest.mark.parametrize("model", HOST_MODELS)
-def test_jacobi_host_model_equals_reference(run_gpucomm, apps_tool, tmp_path, model, pes):
+def test_jacobi_host_model_equals_reference(run_apps, apps_tool, tmp_path, model, pes):
     out, dump = tmp_path / "j.json", tmp_path / "grid"
     dump.mkdir()
-    r = run_apps(run_gpucomm, "run", "jacobi2d", "--host", "-n", str(pes), "--model", model,
+    r = run_apps("run", "jacobi2d", "--host", "-n", str(pes), "--model", model,
                  "--size", ",".join(map(str, SIZES)), "--warmup", str(WARMUP), "--iters", str(ITERS),
                  "--json", str(out), "--dump-grid", str(dump))
     check_run(r, out, dump, model, pes, "host", SIZES)
 
 
 @pytest.mark.parametrize("model", HOST_MODELS)
-def test_jacobi_wrong_result_is_caught(run_gpucomm, apps_tool, tmp_path, model):
+def test_jacobi_wrong_result_is_caught(run_apps, apps_tool, tmp_path, model):
     out = tmp_path / "j.json"
-    r = run_apps(run_gpucomm, "run", "jacobi2d", "--host", "-n", "2", "--model", model, "--size", "16",
+    r = run_apps("run", "jacobi2d", "--host", "-n", "2", "--model", model, "--size", "16",
                  "--warmup", "0", "--iters", "3", "--corrupt-rank", "1", "--json", str(out))
     assert r.returncode == 1, r.stdout + r.stderr
     (res,) = json.loads(out.read_text())["runs"][0]["results"]
@@ -110,13 +98,13 @@ def test_jacobi_wrong_result_is_caught(run_gpucomm, apps_tool, tmp_path, model):
     assert "wrong_cells" in r.stdout + r.stderr
 
 
-def test_jacobi_is_listed_done(run_gpucomm, apps_tool):
-    r = run_apps(run_gpucomm, "list", "--json")
+def test_jacobi_is_listed_done(run_apps, apps_tool):
+    r = run_apps("list", "--json")
     (j,) = [a for a in json.loads(r.stdout)["apps"] if a["name"] == "jacobi2d"]
     assert j["done"] and j["default_sizes"] == [256, 1024] and j["sweep"][-1] == 2048
     assert [m["model"] for m in j["models"] if m["host"] == "done"] == HOST_MODELS
     assert [m["model"] for m in j["models"] if m["gpu"] == "done"] == GPU_MODELS
-    r = run_apps(run_gpucomm, "list")
+    r = run_apps("list")
     assert "jacobi2d:" in r.stdout and "planned" not in r.stdout.split("jacobi2d:")[1].splitlines()[0]
 
 
@@ -128,8 +116,8 @@ def test_jacobi_is_listed_done(run_gpucomm, apps_tool):
     (["--size", "4K"], ["'4K' is out of range", "valid sizes of jacobi2d"]),
     (["--size", "1x"], ["'1x' is not a size", "valid sizes of jacobi2d"]),
 ])
-def test_jacobi_bad_model_or_size_is_a_usage_error(run_gpucomm, apps_tool, args, words):
-    r = run_apps(run_gpucomm, "run", "jacobi2d", "--host", *args)
+def test_jacobi_bad_model_or_size_is_a_usage_error(run_apps, apps_tool, args, words):
+    r = run_apps("run", "jacobi2d", "--host", *args)
     assert r.returncode == 2, r.stdout + r.stderr
     assert r.stderr.startswith("gpucomm apps run: error: "), r.stderr
     for w in words:
@@ -146,18 +134,18 @@ def test_jacobi_program_refuses_bad_size_by_itself(apps_tool):
 
 @pytest.mark.skipif(gpu_count() == 0, reason="no GPU on this machine: the GPU models of Jacobi 2-D need one")
 @pytest.mark.parametrize("model", GPU_MODELS)
-def test_jacobi_gpu_model_equals_reference(run_gpucomm, apps_tool, tmp_path, model):
+def test_jacobi_gpu_model_equals_reference(run_apps, apps_tool, tmp_path, model):
     out, dump = tmp_path / "j.json", tmp_path / "grid"
     dump.mkdir()
-    r = run_apps(run_gpucomm, "run", "jacobi2d", "-n", "2", "--model", model, "--size", "8,33,256",
+    r = run_apps("run", "jacobi2d", "-n", "2", "--model", model, "--size", "8,33,256",
                  "--warmup", "2", "--iters", "5", "--json", str(out), "--dump-grid", str(dump))
     check_run(r, out, dump, model, 2, "gpu", [8, 33, 256])
 
 
 @pytest.mark.skipif(gpu_count() == 0, reason="no GPU on this machine: the GPU models of Jacobi 2-D need one")
-def test_jacobi_gpu_wrong_result_is_caught(run_gpucomm, apps_tool, tmp_path):
+def test_jacobi_gpu_wrong_result_is_caught(run_apps, apps_tool, tmp_path):
     out = tmp_path / "j.json"
-    r = run_apps(run_gpucomm, "run", "jacobi2d", "-n", "2", "--model", "putget", "--size", "16",
+    r = run_apps("run", "jacobi2d", "-n", "2", "--model", "putget", "--size", "16",
                  "--warmup", "0", "--iters", "3", "--corrupt-rank", "0", "--json", str(out))
     assert r.returncode == 1, r.stdout + r.stderr
     (res,) = json.loads(out.read_text())["runs"][0]["results"]

@@ -191,24 +191,30 @@ class DeviceBackend {
     }
   }
   __device__ void fail_mismatch(int q, uint32_t mine, uint32_t theirs) {
-    FailReport r{CollDiag::mismatch, q, 0, 0, 0, mine, theirs, DeviceFault::bad_argument, nullptr, Cmp::ne, mine, theirs};
+    FailReport r{CollDiag::mismatch,        q,       0,       0,    0,     mine, theirs,
+                 DeviceFault::bad_argument, nullptr, Cmp::ne, mine, theirs};
     report_failure(h_, ch_, site(), r, nullptr);
   }
   __device__ void fail_counts(int q, uint64_t sent, uint64_t expected) {
-    FailReport r{CollDiag::count_mismatch, q, sent, expected, 0, 0, 0, DeviceFault::bad_argument, nullptr, Cmp::ne,
-                 expected, sent};
+    FailReport r{CollDiag::count_mismatch,  q,       sent,    expected, 0,   0, 0,
+                 DeviceFault::bad_argument, nullptr, Cmp::ne, expected, sent};
     report_failure(h_, ch_, site(), r, nullptr);
   }
   __device__ void fail_argument(int q, uint64_t value, uint64_t limit) {
-    FailReport r{CollDiag::bad_argument, q, value, limit, 0, 0, 0, DeviceFault::bad_argument, nullptr, Cmp::le,
-                 value, limit};
+    FailReport r{CollDiag::bad_argument,    q,       value,   limit, 0,    0, 0,
+                 DeviceFault::bad_argument, nullptr, Cmp::le, value, limit};
     report_failure(h_, ch_, site(), r, nullptr);
   }
 
  private:
   __device__ FailSite site() const {
-    return FailSite{static_cast<uint32_t>(call_.op), static_cast<uint32_t>(call_.algo), call_.count, call_.root,
-                    call_.channels, chan_, v_.epoch()};
+    return FailSite{static_cast<uint32_t>(call_.op),
+                    static_cast<uint32_t>(call_.algo),
+                    call_.count,
+                    call_.root,
+                    call_.channels,
+                    chan_,
+                    v_.epoch()};
   }
 
   template <class Missing>
