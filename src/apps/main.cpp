@@ -180,8 +180,12 @@ int run(int argc, char** argv, const std::string& cmdline) {
     for (Model m : models) {
       RunConfig c = cfg;
       c.size = size;
+      const RunWindow start = window_now();
       const RunResult mine = gpu ? fns.gpu(rt, m, c) : fns.host(rt, m, c);
-      records.push_back(gather_record(rt, mine, fns.reference(rt.size(), c)));
+      RunWindow window = window_now();
+      window.start_unix_ns = start.start_unix_ns;
+      window.cpu_s -= start.cpu_s;
+      records.push_back(gather_record(rt, mine, fns.reference(rt.size(), c), window));
       const auto& r = records.back();
       if (talk) {
         std::fprintf(stderr, "[%zu/%zu] %s %-10s %6s: median %10.2f us  %s\n", records.size(), total, app->name.c_str(),
