@@ -11,6 +11,7 @@
 #include "gpucomm/apps/catalog.hpp"
 #include "gpucomm/apps/global_sum.hpp"
 #include "gpucomm/apps/jacobi2d.hpp"
+#include "gpucomm/apps/mmv.hpp"
 #include "gpucomm/core/error.hpp"
 #include "report.hpp"
 
@@ -113,6 +114,20 @@ AppFns app_fns(const std::string& name) {
                      : "wall clock of the halo exchange, the update and the residual's allreduce after a "
                        "barrier; a step (one iteration) takes the slowest PE's time";
         }};
+  }
+  if (name == "mmv") {
+    return {[](Runtime&, Model, const RunConfig&) -> RunResult {
+              raise(Errc::unsupported, "mmv", "needs GPU PEs (a kernel to keep or relaunch)");
+            },
+            mmv_gpu,
+            [](int, const RunConfig& c) {
+              return mmv_reference_value(static_cast<uint64_t>(c.warmup) + static_cast<uint64_t>(c.iters),
+                                         mmv_vectors(c.size));
+            },
+            [](bool) -> std::string {
+              return "the producer's wall clock from handing a batch over to seeing all its products in pinned host "
+                     "memory (the batch was written before); a step (one batch) takes the slowest PE's time";
+            }};
   }
   if (name == "global_sum") {
     return {global_sum_host, global_sum_gpu,

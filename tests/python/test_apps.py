@@ -68,7 +68,8 @@ def test_list_shows_models_and_planned_apps(run_apps, apps_tool):
     assert r.returncode == 0, r.stderr
     assert "global_sum" in r.stdout
     assert "jacobi2d:" in r.stdout  # done: tests/python/test_apps_jacobi.py
-    for name in ("random_access", "nbody", "himeno", "mmv", "aliev_panfilov"):
+    assert "mmv:" in r.stdout  # done: tests/python/test_apps_mmv.py
+    for name in ("random_access", "nbody", "himeno", "aliev_panfilov"):
         assert f"{name}:" in r.stdout and "planned, not done" in r.stdout.split(f"{name}:")[1].splitlines()[0]
     r = run_apps("list", "--json")
     (gs,) = [a for a in json.loads(r.stdout)["apps"] if a["name"] == "global_sum"]
@@ -113,6 +114,7 @@ def test_compare_quick_on_host_pes(run_apps, apps_tool, tmp_path):
     r = run_apps("compare", "--quick", "--host", "--out", str(out_dir), timeout=400)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "speed-up over cpu" in r.stdout and "not done yet" in r.stdout
+    assert "mmv: no model on host-memory PEs, skipped" in r.stdout  # an application of GPU PEs only
     out = out_dir / "compare.json"
     assert f"results: {out}" in r.stdout  # says where the JSON and the plots are
     reports = {report["app"]: report for report in json.loads(out.read_text())["runs"]}

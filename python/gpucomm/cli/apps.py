@@ -155,6 +155,9 @@ def cmd_run(args) -> int:
         sizes = app.parse_sizes(args.size) if args.size else list(app.default_sizes)
         host_or_gpu = "host" if args.host or visible_gpu_count() == 0 else "gpu"
         models = app.check_models(args.model.split(","), host_or_gpu) if args.model else app.models_done(host_or_gpu)
+        if not models:
+            where = "GPU PEs" if host_or_gpu == "gpu" else "host-memory PEs"
+            raise catalog.UsageError(f"{app.name} has no model on {where} (gpucomm apps list)")
     except catalog.UsageError as exc:
         return _usage_error(args, exc)
     n, gpu = _pes(args)
@@ -184,6 +187,10 @@ def cmd_compare(args) -> int:
     for k, app in enumerate(chosen):
         sizes = app.default_sizes if args.quick else app.sweep
         models = app.models_done("gpu" if gpu else "host")
+        if not models:
+            print(f"\n[{k + 1}/{len(chosen)}] {app.name}: no model on {'GPU' if gpu else 'host-memory'} PEs, "
+                  "skipped (gpucomm apps list)", flush=True)
+            continue
         print(f"\n[{k + 1}/{len(chosen)}] {app.name}: {len(models)} model(s) x {len(sizes)} size(s)", flush=True)
         rc, report = runner.run_app(app, models, sizes, pes=n, gpu=gpu, **steps)
         worst = worst or rc
