@@ -142,6 +142,45 @@ AppInfo mmv() {
   return a;
 }
 
+AppInfo aliev_panfilov() {
+  AppInfo a;
+  a.name = "aliev_panfilov";
+  a.summary =
+      "Aliev-Panfilov cardiac model, fp64: 3-D diffusion (7-point) and reaction on an N^3 cube per PE, PEs stacked "
+      "along a periodic z; one ghost plane to each z neighbour every step";
+  a.size_unit = "points per side of each PE's N x N x N cube";
+  a.min_size = 4;
+  a.max_size = 512;
+  a.default_sizes = {48, 160};
+  a.sweep = {32, 64, 128, 256, 384};
+  a.done = true;
+  using S = Support;
+  const char* const halo_only = "the ghost planes move through the pattern layer (patterns) or the host (cpu)";
+  a.models = {
+      entry(Model::loadstore, S::planned, S::planned,
+            "plain stores of the boundary planes into the neighbours' ghost planes"),
+      entry(Model::putget, S::planned, S::planned, "put-with-signal of the boundary planes"),
+      entry(Model::proxy, S::not_possible, S::planned, "GPU-issued puts through the CPU proxy", kNoGpuIssuer),
+      entry(Model::agent, S::not_possible, S::planned, "GPU-issued puts through the GPU service agent", kNoGpuIssuer),
+      entry(Model::sendrecv, S::planned, S::planned, "two-sided exchange of the boundary planes"),
+      entry(Model::am, S::planned, S::planned, "active messages carrying the boundary planes"),
+      entry(Model::collective, S::not_possible, S::not_possible, "the exchange is point to point", halo_only,
+            halo_only),
+      entry(Model::cpu, S::done, S::done, "CPU-controlled: the compute ends, the host moves the planes, then goes on",
+            "the boundary planes are staged into a private buffer and all-gathered through the bootstrap store (TCP)",
+            "the step kernel ends; the planes are copied into pinned memory, the host synchronizes, all-gathers them "
+            "through the bootstrap store and copies its neighbours' planes into the ghost planes, then launches the "
+            "next step; one synchronization per step"),
+      entry(Model::cpu_graph, S::not_possible, S::planned, "CPU-controlled with one CUDA graph launch per step",
+            kNoGpuIssuer),
+      entry(Model::patterns, S::done, S::done,
+            "the pattern layer's halo plan of E (z periodic, PEs stacked along z), compiled once per E buffer and "
+            "launched every step",
+            "the plan runs as CPU copies", "the plan is launched on the runtime's stream before the step kernel"),
+  };
+  return a;
+}
+
 AppInfo planned(std::string name, std::string summary) {
   AppInfo a;
   a.name = std::move(name);
@@ -206,7 +245,7 @@ const std::vector<AppInfo>& catalog() {
       planned("nbody", "N-Body: all-pairs forces, positions circulated among PEs"),
       planned("himeno", "Himeno: 3-D Poisson stencil with halo exchange"),
       mmv(),
-      planned("aliev_panfilov", "Aliev-Panfilov cardiac model: 2-D reaction-diffusion stencil"),
+      aliev_panfilov(),
   };
   return apps;
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "gpucomm/apps/aliev_panfilov.hpp"
 #include "gpucomm/apps/catalog.hpp"
 #include "gpucomm/apps/global_sum.hpp"
 #include "gpucomm/apps/jacobi2d.hpp"
@@ -114,6 +115,16 @@ AppFns app_fns(const std::string& name) {
                      : "wall clock of the halo exchange, the update and the residual's allreduce after a "
                        "barrier; a step (one iteration) takes the slowest PE's time";
         }};
+  }
+  if (name == "aliev_panfilov") {
+    return {aliev_panfilov_host, aliev_panfilov_gpu,
+            [](int pes, const RunConfig& c) { return ap_reference(pes, c.size, c.warmup + c.iters).e_sum(0); },
+            [](bool gpu) -> std::string {
+              return gpu ? "CUDA events between consecutive steps on the runtime's stream (the ghost planes' exchange "
+                           "and the step kernel); a step takes the slowest PE's time"
+                         : "wall clock of the ghost planes' exchange and the update after a barrier; a step takes the "
+                           "slowest PE's time";
+            }};
   }
   if (name == "mmv") {
     return {[](Runtime&, Model, const RunConfig&) -> RunResult {

@@ -108,6 +108,9 @@ std::string report_json(const ReportHeader& h, const std::vector<RunRecord>& run
         .field("end_unix_ns", r.window.end_unix_ns)
         .field("cpu_core_s", r.window.cpu_s)
         .end_object();
+    w.begin_object("metrics");
+    for (const auto& [name, v] : r.mine.metrics) w.field(name, v);
+    w.end_object();
     w.begin_array("iter_us");
     for (double t : r.step_us) w.value(t);
     w.end_array().end_object();

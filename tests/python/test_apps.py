@@ -69,7 +69,8 @@ def test_list_shows_models_and_planned_apps(run_apps, apps_tool):
     assert "global_sum" in r.stdout
     assert "jacobi2d:" in r.stdout  # done: tests/python/test_apps_jacobi.py
     assert "mmv:" in r.stdout  # done: tests/python/test_apps_mmv.py
-    for name in ("random_access", "nbody", "himeno", "aliev_panfilov"):
+    assert "aliev_panfilov:" in r.stdout  # done: tests/python/test_apps_aliev_panfilov.py
+    for name in ("random_access", "nbody", "himeno"):
         assert f"{name}:" in r.stdout and "planned, not done" in r.stdout.split(f"{name}:")[1].splitlines()[0]
     r = run_apps("list", "--json")
     (gs,) = [a for a in json.loads(r.stdout)["apps"] if a["name"] == "global_sum"]
@@ -127,7 +128,7 @@ def test_compare_quick_on_host_pes(run_apps, apps_tool, tmp_path):
     for res in (res for report in reports.values() for res in report["results"]):
         w = res["window"]  # the run's wall-clock window and CPU time, for energy measurements
         assert 0 < w["start_unix_ns"] < w["end_unix_ns"] and w["cpu_core_s"] > 0
-    assert sorted(reports) == ["global_sum", "jacobi2d"]  # every finished application
+    assert sorted(reports) == ["aliev_panfilov", "global_sum", "jacobi2d"]  # every finished application
     report = reports["global_sum"]
     assert sorted({res["model"] for res in report["results"]}) == sorted(HOST_MODELS)
     assert {res["size"] for res in report["results"]} == {128, 256 * 1024}

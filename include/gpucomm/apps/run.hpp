@@ -3,6 +3,7 @@
 // (docs/APPS.md): the run's configuration and this PE's times and check results.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpucomm/apps/catalog.hpp"
@@ -25,6 +26,9 @@ struct RunResult {
   double value = 0;             // the application's checked value of the last iteration
   int wrong = 0;                // iterations (warm-up included) whose value differs from the reference
   uint64_t wrong_cells = 0;     // applications with a distributed result (a grid): elements that differ
+  // Application-specific measurements of this PE (a roofline, a copy bandwidth); the report shows
+  // rank 0's under "metrics".
+  std::vector<std::pair<std::string, double>> metrics;
 };
 
 }  // namespace gpucomm::apps
