@@ -102,9 +102,10 @@ const NbodyReference& nbody_reference(int pes, uint64_t n, int steps) {
     }
   }
   ref.value = 0;
-  for (int r = 0; r < pes && steps > 0; ++r)
+  for (int r = 0; r < pes && steps > 0; ++r) {
     ref.value =
         ref.value + ref.checksum[static_cast<size_t>(steps - 1) * static_cast<size_t>(pes) + static_cast<size_t>(r)];
+  }
   ref.bodies = std::move(bodies);
   ref.pes = pes;
   ref.n = n;
