@@ -181,6 +181,56 @@ AppInfo aliev_panfilov() {
   return a;
 }
 
+AppInfo nbody() {
+  AppInfo a;
+  a.name = "nbody";
+  a.summary =
+      "all-pairs 3-D gravity (fp64) on bodies split across the PEs; the blocks of positions and masses travel "
+      "around a ring of PEs every step";
+  a.size_unit = "bodies in total (a multiple of the number of PEs)";
+  a.min_size = 64;
+  a.max_size = 256 * kK;
+  a.default_sizes = {4 * kK, 15 * kK};
+  a.sweep = {kK, 4 * kK, 15 * kK, 32 * kK, 128 * kK};
+  a.warmup = 1;
+  a.iters = 5;
+  a.quick_warmup = 1;
+  a.quick_iters = 2;
+  a.done = true;
+  using S = Support;
+  const char* const ring = "a different algorithm (every block to every PE at once) from the ring of the other models";
+  a.models = {
+      entry(Model::loadstore, S::done, S::done,
+            "plain stores of the held block into the next PE's ring slot (peer views of the symmetric heap), "
+            "then a release store of its flag",
+            "",
+            "from the persistent kernel (the whole run in one launch): block 0 stores the block, thread 0 "
+            "releases the flag at system scope"),
+      entry(Model::putget, S::done, S::done, "put-with-signal of the held block into the next PE's ring slot", "",
+            "device::put_signal by block 0 of the persistent kernel"),
+      entry(Model::proxy, S::not_possible, S::planned, "GPU-issued puts through the CPU proxy", kNoGpuIssuer),
+      entry(Model::agent, S::not_possible, S::planned, "GPU-issued puts through the GPU service agent", kNoGpuIssuer),
+      entry(Model::sendrecv, S::done, S::planned,
+            "two-sided: irecv of the next block from the previous PE, isend of the held block to the next, "
+            "waitall after the stage's compute"),
+      entry(Model::am, S::planned, S::planned, "active messages carrying the blocks"),
+      entry(Model::collective, S::planned, S::planned,
+            "the library's allgather of every PE's block once per step instead of the ring", ring, ring),
+      entry(Model::cpu, S::done, S::done, "CPU-controlled: the compute ends, the host communicates, then goes on",
+            "one all-gather of every PE's block per step through the bootstrap store (TCP, a CPU messaging path "
+            "without shared memory) replaces the ring's passes; an MPI baseline is planned",
+            "one kernel per ring stage; the host enqueues the library's stream-ordered put-with-signal of the held "
+            "block before it and the wait for the next block after it, then the integration kernel; one stream "
+            "synchronization per step"),
+      entry(Model::cpu_graph, S::not_possible, S::planned, "CPU-controlled with one CUDA graph launch per step",
+            kNoGpuIssuer),
+      entry(Model::patterns, S::not_possible, S::not_possible, "the pattern layer's plans",
+            "the ring moves whole blocks to one neighbour: the pattern layer's plans are for stencils",
+            "the ring moves whole blocks to one neighbour: the pattern layer's plans are for stencils"),
+  };
+  return a;
+}
+
 AppInfo planned(std::string name, std::string summary) {
   AppInfo a;
   a.name = std::move(name);
@@ -242,7 +292,7 @@ const std::vector<AppInfo>& catalog() {
       global_sum(),
       planned("random_access", "HPC Challenge RandomAccess: updates of random table entries across PEs"),
       jacobi2d(),
-      planned("nbody", "N-Body: all-pairs forces, positions circulated among PEs"),
+      nbody(),
       planned("himeno", "Himeno: 3-D Poisson stencil with halo exchange"),
       mmv(),
       aliev_panfilov(),
@@ -289,6 +339,8 @@ std::string catalog_json() {
   for (const auto& a : catalog()) {
     w.begin_object().field("name", a.name).field("summary", a.summary).field("done", a.done);
     w.field("size_unit", a.size_unit).field("min_size", a.min_size).field("max_size", a.max_size);
+    w.field("warmup", a.warmup).field("iters", a.iters);
+    w.field("quick_warmup", a.quick_warmup).field("quick_iters", a.quick_iters);
     w.begin_array("default_sizes");
     for (auto s : a.default_sizes) w.value(s);
     w.end_array().begin_array("sweep");

@@ -11,6 +11,7 @@
 
 #include "gpucomm/apps/global_sum.hpp"
 #include "gpucomm/apps/global_sum_device.cuh"
+#include "gpucomm/apps/persistent_device.cuh"
 #include "gpucomm/collectives/collectives.hpp"
 #include "gpucomm/collectives/collectives_device.cuh"
 #include "gpucomm/core/cuda_check.hpp"
@@ -20,6 +21,7 @@
 namespace gpucomm::apps {
 namespace {
 
+using apps::device::device_alloc;
 using apps::device::ReduceScratch;
 
 // The symmetric mailbox (two generations of one slot and one flag per PE, as on host PEs) and the
@@ -84,14 +86,6 @@ __global__ void k_collective(const double* x, uint64_t n, ReduceScratch s, doubl
   if (threadIdx.x == 0) *box.stage = local + corrupt;
   __syncthreads();
   coll::device::allreduce(coop::Block{}, h, ch, box.stage, result, 1, coll::RedOp::sum);
-}
-
-template <class T>
-T* device_alloc(size_t count) {
-  void* p = nullptr;
-  GPUCOMM_CUDA_CHECK(cudaMalloc(&p, count * sizeof(T)));
-  GPUCOMM_CUDA_CHECK(cudaMemset(p, 0, count * sizeof(T)));
-  return static_cast<T*>(p);
 }
 
 }  // namespace

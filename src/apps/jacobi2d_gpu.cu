@@ -20,6 +20,7 @@
 
 #include "gpucomm/apps/jacobi2d.hpp"
 #include "gpucomm/apps/jacobi2d_device.cuh"
+#include "gpucomm/apps/persistent_device.cuh"
 #include "gpucomm/collectives/collectives.hpp"
 #include "gpucomm/collectives/collectives_device.cuh"
 #include "gpucomm/core/cuda_check.hpp"
@@ -29,6 +30,8 @@
 namespace gpucomm::apps {
 namespace {
 
+using apps::device::device_alloc;
+using apps::device::grid_barrier;
 using apps::device::jacobi_update;
 using apps::device::kJacobiThreads;
 
@@ -47,25 +50,6 @@ struct Part {
   double corrupt;
   __device__ double* buf(uint64_t step) const { return u + ((step - 1) & 1) * w * w; }
 };
-
-// Every block of the (co-resident) grid: device-scope counter and generation, the library's timed
-// wait.
-__device__ void grid_barrier(const DeviceHandle& h, uint32_t* bar) {
-  mem::fence<mem::kDevice>(mem::acq_rel);
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    uint32_t* count = bar;
-    uint32_t* gen = bar + 1;
-    const uint32_t g = mem::load<mem::kDevice>(gen, mem::acquire);
-    if (mem::fetch_add<mem::kDevice>(count, 1u, mem::acq_rel) == gridDim.x - 1) {
-      mem::store<mem::kDevice>(count, 0u, mem::relaxed);
-      mem::store<mem::kDevice>(gen, g + 1, mem::release);
-    } else {
-      gpucomm::device::wait_until(coop::Thread{}, h, gen, Cmp::ne, g);
-    }
-  }
-  __syncthreads();
-}
 
 // Block 0: the edge rows into the neighbours' halo rows by plain stores, then the flags.
 __device__ void halo_loadstore(const DeviceHandle& h, const Part& p, uint64_t step) {
@@ -150,14 +134,6 @@ __global__ void k_update(Part p, uint64_t step) {
   }
 }
 
-template <class T>
-T* device_alloc(size_t count) {
-  void* q = nullptr;
-  GPUCOMM_CUDA_CHECK(cudaMalloc(&q, count * sizeof(T)));
-  GPUCOMM_CUDA_CHECK(cudaMemset(q, 0, count * sizeof(T)));
-  return static_cast<T*>(q);
-}
-
 void launch_persistent(Model model, unsigned blocks, cudaStream_t stream, Part p, DeviceHandle h, coll::CollHandle ch,
                        int steps) {
   void* args[] = {&p, &h, &ch, &steps};
@@ -166,18 +142,12 @@ void launch_persistent(Model model, unsigned blocks, cudaStream_t stream, Part p
   GPUCOMM_CUDA_CHECK(cudaLaunchCooperativeKernel(kernel, dim3(blocks), dim3(kJacobiThreads), args, 0, stream));
 }
 
-// The most blocks of the persistent kernel that are resident at once on this GPU.
+// The most blocks of the persistent kernel that are resident at once on this GPU (at most two per SM).
 unsigned resident_blocks(int dev) {
-  int sms = 0, per_sm = 0;
-  GPUCOMM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  GPUCOMM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-      &per_sm, reinterpret_cast<const void*>(&k_persistent<Model::putget>), kJacobiThreads, 0));
-  int per_sm_ls = 0;
-  GPUCOMM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-      &per_sm_ls, reinterpret_cast<const void*>(&k_persistent<Model::loadstore>), kJacobiThreads, 0));
-  per_sm = per_sm < per_sm_ls ? per_sm : per_sm_ls;
-  if (per_sm > 2) per_sm = 2;
-  return static_cast<unsigned>(per_sm * sms);
+  return apps::device::resident_blocks(dev,
+                                       {reinterpret_cast<const void*>(&k_persistent<Model::putget>),
+                                        reinterpret_cast<const void*>(&k_persistent<Model::loadstore>)},
+                                       kJacobiThreads, 2);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "gpucomm/apps/global_sum.hpp"
 #include "gpucomm/apps/jacobi2d.hpp"
 #include "gpucomm/apps/mmv.hpp"
+#include "gpucomm/apps/nbody.hpp"
 #include "gpucomm/core/error.hpp"
 #include "report.hpp"
 
@@ -31,7 +32,8 @@ void usage(FILE* f) {
                "            against the CPU reference; exit 1 when one differs\n"
                "  --models  models to run, in order (default: every model done for this kind of PE)\n"
                "  --sizes   sizes, e.g. 128,256K, or 'sweep' (default: the application's default sizes)\n"
-               "  --warmup  untimed steps first (default 5)   --iters  timed steps (default 50)\n"
+               "  --warmup  untimed steps first   --iters  timed steps (defaults: the application's, gpucomm-apps\n"
+               "            catalog: 5 and 50, N-Body 1 and 5)\n"
                "  --json    write the report to FILE (rank 0)\n");
 }
 
@@ -140,6 +142,17 @@ AppFns app_fns(const std::string& name) {
                      "memory (the batch was written before); a step (one batch) takes the slowest PE's time";
             }};
   }
+  if (name == "nbody") {
+    return {nbody_host, nbody_gpu,
+            [](int pes, const RunConfig& c) { return nbody_reference(pes, c.size, c.warmup + c.iters).value; },
+            [](bool gpu) -> std::string {
+              return gpu ? "loadstore, putget: the global timer read by the persistent kernel after each step's "
+                           "integration; cpu: CUDA events between consecutive steps on the runtime's stream; a step "
+                           "(the P ring stages and the integration) takes the slowest PE's time"
+                         : "wall clock of the P ring stages (pass and compute) and the integration after a barrier; "
+                           "a step takes the slowest PE's time";
+            }};
+  }
   if (name == "global_sum") {
     return {global_sum_host, global_sum_gpu,
             [](int pes, const RunConfig& c) { return static_cast<double>(global_sum_reference(pes, c.size)); },
@@ -158,6 +171,8 @@ int run(int argc, char** argv, const std::string& cmdline) {
   if (!app->done) raise_arg("gpucomm-apps run", "APP", app->name + " is planned, not written yet; valid: " + names);
   std::string models_text, sizes_text, json;
   RunConfig cfg;
+  cfg.warmup = app->warmup;
+  cfg.iters = app->iters;
   for (int i = 3; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&](const char* name) -> std::string {
@@ -193,6 +208,8 @@ int run(int argc, char** argv, const std::string& cmdline) {
   Runtime rt;
   const bool gpu = rt.pe_kind() == PeKind::gpu;
   const std::vector<Model> models = parse_models(*app, models_text, gpu);
+  if (app->name == "nbody")  // the bodies split into equal blocks, one per PE: refused before any model runs
+    for (uint64_t s : sizes) nbody_per_pe(s, rt.size());
   const bool talk = rt.rank() == 0;
   if (talk) {
     std::fprintf(stderr, "gpucomm-apps: %s on %d %s, %zu model(s) x %zu size(s), %d warm-up + %d timed steps each\n",

@@ -70,7 +70,8 @@ def test_list_shows_models_and_planned_apps(run_apps, apps_tool):
     assert "jacobi2d:" in r.stdout  # done: tests/python/test_apps_jacobi.py
     assert "mmv:" in r.stdout  # done: tests/python/test_apps_mmv.py
     assert "aliev_panfilov:" in r.stdout  # done: tests/python/test_apps_aliev_panfilov.py
-    for name in ("random_access", "nbody", "himeno"):
+    assert "nbody:" in r.stdout  # done: tests/python/test_apps_nbody.py
+    for name in ("random_access", "himeno"):
         assert f"{name}:" in r.stdout and "planned, not done" in r.stdout.split(f"{name}:")[1].splitlines()[0]
     r = run_apps("list", "--json")
     (gs,) = [a for a in json.loads(r.stdout)["apps"] if a["name"] == "global_sum"]
@@ -97,7 +98,7 @@ def test_bad_model_or_size_is_a_usage_error(run_apps, apps_tool, args, words):
 
 
 @pytest.mark.parametrize("app, words", [("nosuch", "unknown application 'nosuch'"),
-                                        ("nbody", "nbody is planned, not written yet")])
+                                        ("himeno", "himeno is planned, not written yet")])
 def test_bad_or_planned_app_is_a_usage_error(run_apps, apps_tool, app, words):
     r = run_apps("run", app, "--host")
     assert r.returncode == 2 and words in r.stderr and "valid applications: global_sum" in r.stderr, r.stderr
@@ -128,15 +129,19 @@ def test_compare_quick_on_host_pes(run_apps, apps_tool, tmp_path):
     for res in (res for report in reports.values() for res in report["results"]):
         w = res["window"]  # the run's wall-clock window and CPU time, for energy measurements
         assert 0 < w["start_unix_ns"] < w["end_unix_ns"] and w["cpu_core_s"] > 0
-    assert sorted(reports) == ["aliev_panfilov", "global_sum", "jacobi2d"]  # every finished application
+    assert sorted(reports) == ["aliev_panfilov", "global_sum", "jacobi2d", "nbody"]  # every finished application
     report = reports["global_sum"]
     assert sorted({res["model"] for res in report["results"]}) == sorted(HOST_MODELS)
     assert {res["size"] for res in report["results"]} == {128, 256 * 1024}
     report = reports["jacobi2d"]
     assert sorted({res["model"] for res in report["results"]}) == ["cpu", "loadstore", "putget", "sendrecv"]
     assert {res["size"] for res in report["results"]} == {256, 1024}
+    report = reports["nbody"]
+    assert sorted({res["model"] for res in report["results"]}) == ["cpu", "loadstore", "putget", "sendrecv"]
+    assert {res["size"] for res in report["results"]} == {4096, 15360}
+    assert (report["warmup"], report["iters"]) == (1, 2)  # N-Body's own quick steps
     assert all(res["verified"] for report in reports.values() for res in report["results"])
-    assert "[10/10] global_sum" in r.stderr and "[8/8] jacobi2d" in r.stderr  # progress, one line per run
+    assert "[10/10] global_sum" in r.stderr and "[8/8] jacobi2d" in r.stderr and "[8/8] nbody" in r.stderr
 
 
 @pytest.mark.skipif(gpu_count() == 0, reason="no GPU on this machine: the GPU models of Global Sum need one")

@@ -46,6 +46,10 @@ struct AppInfo {
   std::vector<uint64_t> sweep;          // `--size sweep`
   std::vector<ModelEntry> models;       // every model of kAllModels, in that order
   bool done = false;                    // false: listed as planned, cannot run
+  // Steps when none are given: untimed warm-up and timed steps of `run` and `compare`, and of
+  // `--quick` (an O(n^2) application takes fewer steps than a stencil).
+  int warmup = 5, iters = 50;
+  int quick_warmup = 2, quick_iters = 10;
 };
 
 // Every application of the suite, finished or not (unfinished ones have done == false).

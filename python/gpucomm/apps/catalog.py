@@ -26,6 +26,16 @@ class App:
     default_sizes: list[int]
     sweep: list[int]
     models: list[dict]
+    warmup: int = 5  # steps when none are given (gpucomm-apps catalog): run and compare
+    iters: int = 50
+    quick_warmup: int = 2  # with --quick
+    quick_iters: int = 10
+
+    def steps(self, quick: bool) -> dict[str, int]:
+        """The application's default warm-up and timed steps (`--quick`: fewer)."""
+        if quick:
+            return {"warmup": self.quick_warmup, "iters": self.quick_iters}
+        return {"warmup": self.warmup, "iters": self.iters}
 
     def models_done(self, kind: str) -> list[str]:
         """The models this application has on `kind` ("host" or "gpu") PEs."""

@@ -14,12 +14,10 @@ from gpucomm.apps.nvml import Nvml, NvmlError
 from gpucomm.cli import _args
 from gpucomm.launch.gpus import visible_gpu_count
 
-QUICK = {"warmup": 2, "iters": 10}
-FULL = {"warmup": 5, "iters": 50}
-
 
 def register(sub) -> None:
-    p = sub.add_parser("apps", help="the application suite: Global Sum, Jacobi 2-D, ... in every communication model",
+    p = sub.add_parser("apps", help="the application suite: Global Sum, Jacobi 2-D, N-Body, ... in every "
+                                    "communication model",
                        description="Applications in several communication models, each checked against a CPU "
                                    "reference and timed (docs/APPS.md). GPU PEs when GPUs exist, host-memory PEs "
                                    "otherwise (or with --host).")
@@ -40,8 +38,9 @@ def register(sub) -> None:
                      help="sizes, e.g. 128,256K, or 'sweep' (default: the application's default sizes)")
     _common(run)
     run.add_argument("--warmup", type=_args.nonneg_int, default=None,
-                     help="untimed steps first (default 5; 2 with --quick)")
-    run.add_argument("--iters", type=_args.positive_int, default=None, help="timed steps (default 50; 10 with --quick)")
+                     help="untimed steps first (default: the application's, 5 and 2 with --quick; N-Body 1)")
+    run.add_argument("--iters", type=_args.positive_int, default=None,
+                     help="timed steps (default: the application's, 50 and 10 with --quick; N-Body 5 and 2)")
     run.add_argument("--corrupt-rank", type=_args.nonneg_int, default=None, help=argparse.SUPPRESS)  # tests: that PE's result is off by one (docs/APPS.md)
     run.add_argument("--dump-grid", default=None, metavar="DIR", help=argparse.SUPPRESS)  # tests: each PE's final grid
     run.set_defaults(func=cmd_run)
@@ -161,7 +160,7 @@ def cmd_run(args) -> int:
     except catalog.UsageError as exc:
         return _usage_error(args, exc)
     n, gpu = _pes(args)
-    steps = dict(QUICK if args.quick else FULL)
+    steps = app.steps(args.quick)
     steps.update({k: v for k, v in (("warmup", args.warmup), ("iters", args.iters)) if v is not None})
     extra = ["--corrupt-rank", str(args.corrupt_rank)] if args.corrupt_rank is not None else []
     if args.dump_grid is not None:
@@ -182,7 +181,6 @@ def cmd_compare(args) -> int:
     except catalog.UsageError as exc:
         return _usage_error(args, exc)
     n, gpu = _pes(args)
-    steps = QUICK if args.quick else FULL
     reports, worst = [], 0
     for k, app in enumerate(chosen):
         sizes = app.default_sizes if args.quick else app.sweep
@@ -192,7 +190,7 @@ def cmd_compare(args) -> int:
                   "skipped (gpucomm apps list)", flush=True)
             continue
         print(f"\n[{k + 1}/{len(chosen)}] {app.name}: {len(models)} model(s) x {len(sizes)} size(s)", flush=True)
-        rc, report = runner.run_app(app, models, sizes, pes=n, gpu=gpu, **steps)
+        rc, report = runner.run_app(app, models, sizes, pes=n, gpu=gpu, **app.steps(args.quick))
         worst = worst or rc
         if report:
             report["size_unit"] = app.size_unit
