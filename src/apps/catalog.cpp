@@ -97,6 +97,52 @@ AppInfo jacobi2d() {
   return a;
 }
 
+AppInfo random_access() {
+  AppInfo a;
+  a.name = "random_access";
+  a.summary =
+      "HPC Challenge RandomAccess: XOR updates of random words of a distributed table, bucketed per owner "
+      "(up to 1024 updates per bucket); every word checked";
+  a.size_unit = "table words per PE (a power of two)";
+  a.min_size = 256;
+  a.max_size = 8 * kM;  // 64 MiB of table: half the default symmetric heap (GPUCOMM_HEAP_SIZE, 128M)
+  a.power_of_two = true;
+  a.default_sizes = {64 * kK, kM};
+  a.sweep = {kK, 4 * kK, 16 * kK, 64 * kK, 256 * kK, kM, 4 * kM};
+  a.done = true;
+  using S = Support;
+  a.models = {
+      entry(Model::loadstore, S::done, S::done,
+            "no buckets: each update is an atomic XOR straight into the owner's table word (peer views of the "
+            "symmetric heap), then a barrier",
+            "std::atomic_ref<uint64_t>::fetch_xor through Runtime::ptr",
+            "atomicXor through device::ptr from every thread of a kernel per step, then the library's barrier"),
+      entry(Model::putget, S::done, S::planned,
+            "buckets of up to 1024 updates put with a signal into the owner's inbox (a ring of 4 buckets per "
+            "sender, acknowledged by a signal back); the owner applies them"),
+      entry(Model::proxy, S::not_possible, S::planned, "GPU-issued puts through the CPU proxy", kNoGpuIssuer),
+      entry(Model::agent, S::not_possible, S::planned, "GPU-issued puts through the GPU service agent", kNoGpuIssuer),
+      entry(Model::sendrecv, S::done, S::planned,
+            "two-sided: one message per bucket (isend, one irecv posted per sender), the step's last bucket to "
+            "each PE marked"),
+      entry(Model::am, S::done, S::planned,
+            "active messages: one per bucket, the owner's handler applies it (the papers' active-message variant)"),
+      entry(Model::collective, S::not_possible, S::not_possible,
+            "the updates go to random owners, point to point; no collective fits",
+            "updates go point to point to random owners", "updates go point to point to random owners"),
+      entry(Model::cpu, S::done, S::done, "CPU-controlled: the compute ends, the host communicates, then goes on",
+            "rounds of the bootstrap store's allgather (TCP, a CPU messaging path without shared memory), each "
+            "with every PE's buckets; an MPI baseline is planned",
+            "a kernel makes the step's updates into one list per owner and ends; the host reads the counts, "
+            "enqueues the library's stream-ordered put-with-signal of each list (one per owner and step), the "
+            "waits for the others' and the apply kernel; two stream synchronizations per step"),
+      entry(Model::patterns, S::not_possible, S::not_possible, "the pattern layer's plans",
+            "random owners: the pattern layer's plans are for fixed neighbours",
+            "random owners: the pattern layer's plans are for fixed neighbours"),
+  };
+  return a;
+}
+
 AppInfo planned(std::string name, std::string summary) {
   AppInfo a;
   a.name = std::move(name);
@@ -154,7 +200,7 @@ const char* support_name(Support s) {
 const std::vector<AppInfo>& catalog() {
   static const std::vector<AppInfo> apps = {
       global_sum(),
-      planned("random_access", "HPC Challenge RandomAccess: updates of random table entries across PEs"),
+      random_access(),
       jacobi2d(),
       planned("nbody", "N-Body: all-pairs forces, positions circulated among PEs"),
       planned("himeno", "Himeno: 3-D Poisson stencil with halo exchange"),
@@ -177,8 +223,8 @@ std::string size_text(uint64_t n) {
 }
 
 uint64_t parse_size(const AppInfo& app, std::string_view text, const std::string& arg) {
-  const std::string valid = "valid sizes of " + app.name + ": integers from " + size_text(app.min_size) + " to " +
-                            size_text(app.max_size) + " " + app.size_unit +
+  const std::string valid = "valid sizes of " + app.name + ": " + (app.power_of_two ? "powers of two" : "integers") +
+                            " from " + size_text(app.min_size) + " to " + size_text(app.max_size) + " " + app.size_unit +
                             ", with an optional K (x1024) or M (x1048576) suffix, e.g. 128 or 256K";
   uint64_t mult = 1;
   std::string_view digits = text;
@@ -194,6 +240,8 @@ uint64_t parse_size(const AppInfo& app, std::string_view text, const std::string
   v *= mult;
   if (v < app.min_size || v > app.max_size)
     raise_arg("gpucomm-apps", arg, "'" + std::string(text) + "' is out of range; " + valid);
+  if (app.power_of_two && (v & (v - 1)) != 0)
+    raise_arg("gpucomm-apps", arg, "'" + std::string(text) + "' is not a power of two; " + valid);
   return v;
 }
 
@@ -203,6 +251,7 @@ std::string catalog_json() {
   for (const auto& a : catalog()) {
     w.begin_object().field("name", a.name).field("summary", a.summary).field("done", a.done);
     w.field("size_unit", a.size_unit).field("min_size", a.min_size).field("max_size", a.max_size);
+    w.field("power_of_two", a.power_of_two);
     w.begin_array("default_sizes");
     for (auto s : a.default_sizes) w.value(s);
     w.end_array().begin_array("sweep");

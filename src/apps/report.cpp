@@ -81,6 +81,8 @@ std::string report_json(const ReportHeader& h, const std::vector<RunRecord>& run
     w.field("value", r.mine.value).field("reference", r.reference);
     w.field("verified", r.wrong == 0 && r.wrong_cells == 0).field("wrong_steps", r.wrong);
     w.field("wrong_cells", r.wrong_cells);
+    // RandomAccess: giga-updates per second at the median step time (every PE's updates of a step).
+    if (r.mine.updates && r.median_us > 0) w.field("gups", static_cast<double>(r.mine.updates) / (r.median_us * 1e3));
     w.begin_array("iter_us");
     for (double t : r.step_us) w.value(t);
     w.end_array().end_object();

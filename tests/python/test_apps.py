@@ -63,7 +63,8 @@ def test_list_shows_models_and_planned_apps(run_apps, apps_tool):
     assert r.returncode == 0, r.stderr
     assert "global_sum" in r.stdout
     assert "jacobi2d:" in r.stdout  # done: tests/python/test_apps_jacobi.py
-    for name in ("random_access", "nbody", "himeno", "mmv", "aliev_panfilov"):
+    assert "random_access:" in r.stdout  # done: tests/python/test_apps_random_access.py
+    for name in ("nbody", "himeno", "mmv", "aliev_panfilov"):
         assert f"{name}:" in r.stdout and "planned, not done" in r.stdout.split(f"{name}:")[1].splitlines()[0]
     r = run_apps("list", "--json")
     (gs,) = [a for a in json.loads(r.stdout)["apps"] if a["name"] == "global_sum"]
@@ -109,15 +110,20 @@ def test_compare_quick_on_host_pes(run_apps, apps_tool, tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     assert "speed-up over cpu" in r.stdout and "not done yet" in r.stdout
     reports = {report["app"]: report for report in json.loads(out.read_text())["runs"]}
-    assert sorted(reports) == ["global_sum", "jacobi2d"]  # every finished application
+    assert sorted(reports) == ["global_sum", "jacobi2d", "random_access"]  # every finished application
     report = reports["global_sum"]
     assert sorted({res["model"] for res in report["results"]}) == sorted(HOST_MODELS)
     assert {res["size"] for res in report["results"]} == {128, 256 * 1024}
     report = reports["jacobi2d"]
     assert sorted({res["model"] for res in report["results"]}) == ["cpu", "loadstore", "putget", "sendrecv"]
     assert {res["size"] for res in report["results"]} == {256, 1024}
+    report = reports["random_access"]
+    assert sorted({res["model"] for res in report["results"]}) == ["am", "cpu", "loadstore", "putget", "sendrecv"]
+    assert {res["size"] for res in report["results"]} == {64 * 1024, 1024 * 1024}
+    assert all(res["gups"] > 0 for res in report["results"])
     assert all(res["verified"] for report in reports.values() for res in report["results"])
     assert "[10/10] global_sum" in r.stderr and "[8/8] jacobi2d" in r.stderr  # progress, one line per run
+    assert "[10/10] random_access" in r.stderr
 
 
 @pytest.mark.skipif(gpu_count() == 0, reason="no GPU on this machine: the GPU models of Global Sum need one")

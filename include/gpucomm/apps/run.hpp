@@ -25,6 +25,7 @@ struct RunResult {
   double value = 0;             // the application's checked value of the last iteration
   int wrong = 0;                // iterations (warm-up included) whose value differs from the reference
   uint64_t wrong_cells = 0;     // applications with a distributed result (a grid): elements that differ
+  uint64_t updates = 0;         // RandomAccess: table updates per step, all PEs together (the report's GUPS)
 };
 
 }  // namespace gpucomm::apps
