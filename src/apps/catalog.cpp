@@ -224,8 +224,8 @@ std::string size_text(uint64_t n) {
 
 uint64_t parse_size(const AppInfo& app, std::string_view text, const std::string& arg) {
   const std::string valid = "valid sizes of " + app.name + ": " + (app.power_of_two ? "powers of two" : "integers") +
-                            " from " + size_text(app.min_size) + " to " + size_text(app.max_size) + " " + app.size_unit +
-                            ", with an optional K (x1024) or M (x1048576) suffix, e.g. 128 or 256K";
+                            " from " + size_text(app.min_size) + " to " + size_text(app.max_size) + " " +
+                            app.size_unit + ", with an optional K (x1024) or M (x1048576) suffix, e.g. 128 or 256K";
   uint64_t mult = 1;
   std::string_view digits = text;
   if (!digits.empty() && (digits.back() == 'K' || digits.back() == 'k')) mult = kK;

@@ -49,8 +49,8 @@ uint64_t ra_wrong_cells(const RaReference& ref, int rank, const uint64_t* part, 
 
 void ra_dump(const RunConfig& cfg, Model model, int rank, const uint64_t* part) {
   if (cfg.dump_dir.empty()) return;
-  const std::string path = cfg.dump_dir + "/random_access-" + model_name(model) + "-" + std::to_string(cfg.size) +
-                           "-" + std::to_string(rank) + ".u64";
+  const std::string path = cfg.dump_dir + "/random_access-" + model_name(model) + "-" + std::to_string(cfg.size) + "-" +
+                           std::to_string(rank) + ".u64";
   std::ofstream f(path, std::ios::binary);
   f.write(reinterpret_cast<const char*>(part), static_cast<std::streamsize>(cfg.size * sizeof(uint64_t)));
   if (!f) raise_arg("gpucomm-apps", "--dump-grid", "cannot write " + path);

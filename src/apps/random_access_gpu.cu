@@ -11,10 +11,10 @@
 // memory) and ends. The host synchronizes once to read the counts, then enqueues on the runtime's
 // stream the library's stream-ordered put_signal of each list into the owner's inbox (one put per
 // owner and step, the signal set to the step: the step's updates are all made before the host moves
-// any, so the CPU-controlled model aggregates beyond kRaBucket), the waits for every other PE's signal, the apply kernel over the inbox, and the barrier that ends the step; a second
-// synchronization follows. Two synchronizations per step: one for the counts, one at the end. No
-// PE overwrites an inbox its owner still reads: the puts of step s + 1 follow a stream-ordered
-// barrier that every PE enqueues after its apply kernel of step s.
+// any, so the CPU-controlled model aggregates beyond kRaBucket), the waits for every other PE's signal, the apply
+// kernel over the inbox, and the barrier that ends the step; a second synchronization follows. Two synchronizations per
+// step: one for the counts, one at the end. No PE overwrites an inbox its owner still reads: the puts of step s + 1
+// follow a stream-ordered barrier that every PE enqueues after its apply kernel of step s.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -102,8 +102,8 @@ RunResult run_model(Runtime& rt, Model model, const RunConfig& cfg) {
   int sms = 0;
   GPUCOMM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, rt.device_id()));
   const uint64_t chunks = (sh.per_step() + kRaChunk - 1) / kRaChunk;
-  const auto blocks = static_cast<unsigned>(
-      std::min<uint64_t>((chunks + kRaThreads - 1) / kRaThreads, static_cast<uint64_t>(sms) * 8));
+  const auto blocks =
+      static_cast<unsigned>(std::min<uint64_t>((chunks + kRaThreads - 1) / kRaThreads, static_cast<uint64_t>(sms) * 8));
   k_init<<<static_cast<unsigned>(std::min<uint64_t>((sh.n + kRaThreads - 1) / kRaThreads, 4096)), kRaThreads, 0,
            stream>>>(t, sh.n, static_cast<uint64_t>(rt.rank()) * sh.n);
   GPUCOMM_CUDA_CHECK_LAUNCH("random_access init kernel");

@@ -223,8 +223,8 @@ RunResult run_putget(Runtime& rt, const RunConfig& cfg) {
   const auto pes = static_cast<size_t>(rt.size());
   const auto me = static_cast<size_t>(rt.rank());
   auto* inbox = static_cast<uint64_t*>(rt.calloc(pes * kSlots * kSlotWords, sizeof(uint64_t)));  // [src][slot]
-  auto* sig = static_cast<uint64_t*>(rt.calloc(pes * kSlots, sizeof(uint64_t)));                // [src][slot]
-  auto* ack = static_cast<uint64_t*>(rt.calloc(pes, sizeof(uint64_t)));                         // [dst]
+  auto* sig = static_cast<uint64_t*>(rt.calloc(pes * kSlots, sizeof(uint64_t)));                 // [src][slot]
+  auto* ack = static_cast<uint64_t*>(rt.calloc(pes, sizeof(uint64_t)));                          // [dst]
   std::vector<uint64_t> sent(pes, 0), got(pes, 0);
   Buckets b(tb, "putget");
   const Buckets::Poll poll = [&] {

@@ -26,10 +26,10 @@
 
 namespace gpucomm::apps {
 
-inline constexpr uint64_t kRaPoly = 0x7;                        // HPCC's POLY
+inline constexpr uint64_t kRaPoly = 0x7;                       // HPCC's POLY
 inline constexpr uint64_t kRaPeriod = 1317624576693539401ULL;  // HPCC's PERIOD
-inline constexpr uint32_t kRaBucket = 1024;                     // updates per bucket at most
-inline constexpr uint64_t kRaUpdatesDiv = 4;                    // updates per PE and step: n / 4
+inline constexpr uint32_t kRaBucket = 1024;                    // updates per bucket at most
+inline constexpr uint64_t kRaUpdatesDiv = 4;                   // updates per PE and step: n / 4
 
 // One step of the HPCC stream: ran = (ran << 1) ^ (ran < 0 as int64 ? POLY : 0).
 GPUCOMM_RA_HD constexpr uint64_t ra_next(uint64_t ran) {

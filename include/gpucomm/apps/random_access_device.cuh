@@ -14,8 +14,7 @@ inline constexpr int kRaThreads = 256;
 // Calls f(ran) for each of this thread's updates of `step` on PE `rank`.
 template <class F>
 __device__ void ra_updates(const RaShape& sh, int rank, uint64_t step, F&& f) {
-  const uint64_t first =
-      (static_cast<uint64_t>(rank) * static_cast<uint64_t>(sh.steps) + (step - 1)) * sh.per_step();
+  const uint64_t first = (static_cast<uint64_t>(rank) * static_cast<uint64_t>(sh.steps) + (step - 1)) * sh.per_step();
   const uint64_t chunks = (sh.per_step() + kRaChunk - 1) / kRaChunk;
   for (uint64_t c = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; c < chunks;
        c += static_cast<uint64_t>(gridDim.x) * blockDim.x) {
