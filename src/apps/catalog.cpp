@@ -117,9 +117,10 @@ AppInfo random_access() {
             "symmetric heap), then a barrier",
             "std::atomic_ref<uint64_t>::fetch_xor through Runtime::ptr",
             "atomicXor through device::ptr from every thread of a kernel per step, then the library's barrier"),
-      entry(Model::putget, S::done, S::planned,
-            "buckets of up to 1024 updates put with a signal into the owner's inbox (a ring of 4 buckets per "
-            "sender, acknowledged by a signal back); the owner applies them"),
+      entry(Model::putget, S::done, S::done, "buckets put with a signal into the owner's inbox; the owner applies them",
+            "buckets of up to 1024 updates, an inbox ring of 4 per sender, acknowledged by a signal back",
+            "a kernel makes the step's updates into one list per owner; its last block puts each list with "
+            "device::put_signal and waits for the others'; an apply kernel follows"),
       entry(Model::proxy, S::not_possible, S::planned, "GPU-issued puts through the CPU proxy", kNoGpuIssuer),
       entry(Model::agent, S::not_possible, S::planned, "GPU-issued puts through the GPU service agent", kNoGpuIssuer),
       entry(Model::sendrecv, S::done, S::planned,

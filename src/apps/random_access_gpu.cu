@@ -6,15 +6,20 @@
 // every step (untimed) the PE's table is copied to the host, its XOR all-gathered and compared with
 // the reference, and after the last step every word, as on host PEs.
 //
-// cpu (CPU-controlled): per step a bucket kernel makes the PE's updates, XORs its own ones into its
-// table and appends the others to one list per owner (a counter word, then the updates; symmetric
-// memory) and ends. The host synchronizes once to read the counts, then enqueues on the runtime's
-// stream the library's stream-ordered put_signal of each list into the owner's inbox (one put per
-// owner and step, the signal set to the step: the step's updates are all made before the host moves
-// any, so the CPU-controlled model aggregates beyond kRaBucket), the waits for every other PE's signal, the apply
-// kernel over the inbox, and the barrier that ends the step; a second synchronization follows. Two synchronizations per
-// step: one for the counts, one at the end. No PE overwrites an inbox its owner still reads: the puts of step s + 1
-// follow a stream-ordered barrier that every PE enqueues after its apply kernel of step s.
+// putget and cpu bucket: a kernel makes the PE's updates, XORs its own ones into its table and
+// appends the others to one list per owner (a counter word, then the updates; symmetric memory).
+// Each list goes to its owner's inbox as one put_signal per owner and step (the signal set to the
+// step): the step's updates are all made before any moves, so these models aggregate beyond
+// kRaBucket. An apply kernel then XORs the inbox into the table (atomicXor: threads collide), and
+// the stream-ordered barrier ends the step.
+//   putget: no host between: the bucketing kernel's last block to finish issues the puts
+//   (device::put_signal, block level) and waits for every other PE's signal.
+//   cpu (CPU-controlled): the bucketing kernel ends; the host synchronizes to read the counts,
+//   enqueues the library's stream-ordered put_signal_on_stream of each list and
+//   wait_until_on_stream of every other PE's signal, then the apply kernel and the barrier; a
+//   second synchronization follows (the check). Two synchronizations per step.
+// No PE overwrites an inbox its owner still reads: the puts of step s + 1 follow a stream-ordered
+// barrier that every PE enqueues after its apply kernel of step s.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -47,8 +52,9 @@ __global__ void k_loadstore(RaShape sh, int rank, uint64_t step, uint64_t* t, De
   });
 }
 
-// The bucket kernel of the cpu model: lists [P][1 + per_step] (counter, then updates) in `out`.
-__global__ void k_bucket(RaShape sh, int rank, uint64_t step, uint64_t* t, unsigned long long* out) {
+// The bucketing of the cpu and putget models: the PE's own updates XORed into its table, the others
+// appended to one list per owner in `out`, [P][1 + per_step] (a counter, then the updates).
+__device__ void ra_bucket(const RaShape& sh, int rank, uint64_t step, uint64_t* t, unsigned long long* out) {
   const uint64_t stride = 1 + sh.per_step();
   apps::device::ra_updates(sh, rank, step, [&](uint64_t ran) {
     const int d = sh.owner(ran);
@@ -62,7 +68,43 @@ __global__ void k_bucket(RaShape sh, int rank, uint64_t step, uint64_t* t, unsig
   });
 }
 
-// The apply kernel of the cpu model: every other PE's list in the inbox [P][1 + per_step].
+__global__ void k_bucket(RaShape sh, int rank, uint64_t step, uint64_t* t, unsigned long long* out) {
+  ra_bucket(sh, rank, step, t, out);
+}
+
+// putget: the bucketing, then the last block to finish puts each list into its owner's inbox with
+// device::put_signal (block level, the signal set to the step) and waits for every other PE's
+// signal. The apply kernel follows on the stream.
+__global__ void k_putget(RaShape sh, int rank, uint64_t step, uint64_t* t, unsigned long long* out, uint64_t* inbox,
+                         uint64_t* sig, unsigned* finished, DeviceHandle h) {
+  ra_bucket(sh, rank, step, t, out);
+  __shared__ bool last;
+  mem::fence<mem::kDevice>(mem::acq_rel);  // this thread's list entries, before the block's count
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    // Release the block's entries to the last block; acquire the others' when this block is the last.
+    const unsigned done = mem::fetch_add<mem::kDevice>(finished, 1u, mem::acq_rel);
+    last = done + 1 == gridDim.x;
+    if (last) mem::store<mem::kDevice>(finished, 0u, mem::relaxed);  // ready for the next launch
+  }
+  __syncthreads();
+  if (!last) return;
+  mem::fence<mem::kDevice>(mem::acq_rel);
+  const uint64_t stride = 1 + sh.per_step();
+  for (int d = 0; d < sh.pes; ++d) {
+    if (d == rank) continue;
+    const unsigned long long* list = out + static_cast<uint64_t>(d) * stride;
+    const uint64_t words = 1 + static_cast<uint64_t>(list[0]);  // the counter, then the updates
+    gpucomm::device::put_signal(coop::Block{}, h, inbox + static_cast<uint64_t>(rank) * stride, list,
+                                words * sizeof(uint64_t), sig + rank, step, SignalOp::set, d);
+  }
+  if (threadIdx.x == 0) {
+    for (int src = 0; src < sh.pes; ++src)
+      if (src != rank) gpucomm::device::wait_until(coop::Thread{}, h, sig + src, Cmp::ge, step);
+  }
+}
+
+// The apply kernel of the cpu and putget models: every other PE's list in the inbox [P][1 + per_step].
 __global__ void k_apply(RaShape sh, int rank, uint64_t* t, const uint64_t* inbox) {
   const uint64_t stride = 1 + sh.per_step();
   for (int src = 0; src < sh.pes; ++src) {
@@ -110,17 +152,20 @@ RunResult run_model(Runtime& rt, Model model, const RunConfig& cfg) {
   GPUCOMM_CUDA_CHECK(cudaStreamSynchronize(stream));
   rt.barrier_all();  // every PE's table is initialized
 
-  // cpu: the lists to send and the inbox, [P][1 + per_step] each, and one signal per sender.
+  // putget, cpu: the lists to send and the inbox, [P][1 + per_step] each, and one signal per sender.
   const uint64_t stride = 1 + sh.per_step(), pes = static_cast<uint64_t>(rt.size());
   uint64_t* out = nullptr;
   uint64_t* inbox = nullptr;
   uint64_t* sig = nullptr;
-  uint64_t* counts = nullptr;  // pinned: each list's counter, read after the bucket kernel
-  if (model == Model::cpu) {
+  uint64_t* counts = nullptr;    // pinned: each list's counter, read after the bucket kernel
+  unsigned* finished = nullptr;  // putget: the count of finished blocks of k_putget (0 between launches)
+  if (model != Model::loadstore) {
     out = static_cast<uint64_t*>(rt.calloc(pes * stride, sizeof(uint64_t)));
     inbox = static_cast<uint64_t*>(rt.calloc(pes * stride, sizeof(uint64_t)));
     sig = static_cast<uint64_t*>(rt.calloc(pes, sizeof(uint64_t)));
     GPUCOMM_CUDA_CHECK(cudaMallocHost(&counts, pes * sizeof(uint64_t)));
+    GPUCOMM_CUDA_CHECK(cudaMalloc(&finished, sizeof(unsigned)));
+    GPUCOMM_CUDA_CHECK(cudaMemset(finished, 0, sizeof(unsigned)));
     rt.barrier_all();
   }
   RunResult r;
@@ -138,6 +183,14 @@ RunResult run_model(Runtime& rt, Model model, const RunConfig& cfg) {
     if (model == Model::loadstore) {
       k_loadstore<<<blocks, kRaThreads, 0, stream>>>(sh, rt.rank(), step, t, h);
       GPUCOMM_CUDA_CHECK_LAUNCH("random_access loadstore kernel");
+    } else if (model == Model::putget) {
+      for (uint64_t d = 0; d < pes; ++d)
+        GPUCOMM_CUDA_CHECK(cudaMemsetAsync(out + d * stride, 0, sizeof(uint64_t), stream));
+      k_putget<<<blocks, kRaThreads, 0, stream>>>(sh, rt.rank(), step, t, reinterpret_cast<unsigned long long*>(out),
+                                                  inbox, sig, finished, h);
+      GPUCOMM_CUDA_CHECK_LAUNCH("random_access putget kernel");
+      k_apply<<<blocks, kRaThreads, 0, stream>>>(sh, rt.rank(), t, inbox);
+      GPUCOMM_CUDA_CHECK_LAUNCH("random_access apply kernel");
     } else {
       for (uint64_t d = 0; d < pes; ++d)
         GPUCOMM_CUDA_CHECK(cudaMemsetAsync(out + d * stride, 0, sizeof(uint64_t), stream));
@@ -181,7 +234,8 @@ RunResult run_model(Runtime& rt, Model model, const RunConfig& cfg) {
   r.wrong_cells = ra_wrong_cells(ref, rt.rank(), host.data(), cfg.corrupt_rank);
   ra_dump(cfg, model, rt.rank(), host.data());
   rt.barrier_all();
-  if (model == Model::cpu) {
+  if (model != Model::loadstore) {
+    cudaFree(finished);
     cudaFreeHost(counts);
     rt.free(sig);
     rt.free(inbox);
@@ -194,7 +248,7 @@ RunResult run_model(Runtime& rt, Model model, const RunConfig& cfg) {
 }  // namespace
 
 RunResult random_access_gpu(Runtime& rt, Model model, const RunConfig& cfg) {
-  if (model == Model::loadstore || model == Model::cpu) return run_model(rt, model, cfg);
+  if (model == Model::loadstore || model == Model::putget || model == Model::cpu) return run_model(rt, model, cfg);
   raise(Errc::unsupported, "random_access",
         std::string("model '") + model_name(model) + "' is not available on GPU PEs (gpucomm apps list)");
 }

@@ -18,7 +18,7 @@ import pytest
 from gpus import gpu_count
 
 HOST_MODELS = ["loadstore", "putget", "sendrecv", "am", "cpu"]
-GPU_MODELS = ["loadstore", "cpu"]
+GPU_MODELS = ["loadstore", "putget", "cpu"]
 # 256: fewer updates per step than a bucket holds; 64K at 2 and 3 PEs: several full buckets (1024
 # updates) to every PE in every step, more than the put/get inbox's 4 slots.
 SIZES = [256, 4096, 65536]

@@ -7,9 +7,10 @@
 // every update is applied exactly once the table equals the serial reference bit for bit, whatever
 // the order.
 //
-// Per step each PE makes n / 4 updates (kRaUpdatesDiv). The bucketed models gather updates per
-// destination PE and send a bucket when it holds kRaBucket (1024, HPCC's look-ahead limit) updates,
-// and the rest at the end of the step; a step ends when every PE's updates of the step are applied.
+// Per step each PE makes n / 4 updates (kRaUpdatesDiv). The bucketed host-PE models gather updates
+// per destination PE and send a bucket when it holds kRaBucket (1024, HPCC's look-ahead limit)
+// updates, and the rest at the end of the step (the GPU models send one list per owner and step); a
+// step ends when every PE's updates of the step are applied.
 #include <cstdint>
 #include <string>
 #include <vector>
