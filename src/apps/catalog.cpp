@@ -116,7 +116,8 @@ AppInfo random_access() {
             "no buckets: each update is an atomic XOR straight into the owner's table word (peer views of the "
             "symmetric heap), then a barrier",
             "std::atomic_ref<uint64_t>::fetch_xor through Runtime::ptr",
-            "atomicXor through device::ptr from every thread of a kernel per step, then the library's barrier"),
+            "device::atomic_fetch_xor (system scope) from every thread of a kernel per step, then the library's "
+            "stream-ordered barrier"),
       entry(Model::putget, S::done, S::done, "buckets put with a signal into the owner's inbox; the owner applies them",
             "buckets of up to 1024 updates, an inbox ring of 4 per sender, acknowledged by a signal back",
             "a kernel makes the step's updates into one list per owner; its last block puts each list with "

@@ -21,20 +21,19 @@ using namespace gpucomm::apps;
 namespace {
 
 void usage(FILE* f) {
-  std::fprintf(
-      f,
-      "usage: gpucomm-apps catalog\n"
-      "       gpucomm-apps selftest\n"
-      "       gpucomm-apps run APP [--models M1,M2] [--sizes S1,S2|sweep] [--warmup N] [--iters N]\n"
-      "                        [--json FILE]\n"
-      "  catalog   print the applications, their models and sizes as JSON\n"
-      "  selftest  check the applications' own building blocks (RandomAccess: HPCC_starts against the stream)\n"
-      "  run       run APP under a launcher (gpucomm run -n N); every PE checks every step's result\n"
-      "            against the CPU reference; exit 1 when one differs\n"
-      "  --models  models to run, in order (default: every model done for this kind of PE)\n"
-      "  --sizes   sizes, e.g. 128,256K, or 'sweep' (default: the application's default sizes)\n"
-      "  --warmup  untimed steps first (default 5)   --iters  timed steps (default 50)\n"
-      "  --json    write the report to FILE (rank 0)\n");
+  std::fprintf(f,
+               "usage: gpucomm-apps catalog\n"
+               "       gpucomm-apps selftest\n"
+               "       gpucomm-apps run APP [--models M1,M2] [--sizes S1,S2|sweep] [--warmup N] [--iters N]\n"
+               "                        [--json FILE]\n"
+               "  catalog   print the applications, their models and sizes as JSON\n"
+               "  selftest  check building blocks of the applications (RandomAccess's HPCC_starts)\n"
+               "  run       run APP under a launcher (gpucomm run -n N); every PE checks every step's result\n"
+               "            against the CPU reference; exit 1 when one differs\n"
+               "  --models  models to run, in order (default: every model done for this kind of PE)\n"
+               "  --sizes   sizes, e.g. 128,256K, or 'sweep' (default: the application's default sizes)\n"
+               "  --warmup  untimed steps first (default 5)   --iters  timed steps (default 50)\n"
+               "  --json    write the report to FILE (rank 0)\n");
 }
 
 std::vector<std::string> split(const std::string& s) {
