@@ -6,5 +6,11 @@ set -euo pipefail
 raw=$1
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 # One PE: each model's code path against itself (the one-GPU table); then the default PEs.
-python3 -m gpucomm apps compare --quick -n 1 --json "$raw/apps-np1.json"
-python3 -m gpucomm apps compare --quick --json "$raw/apps.json"
+python3 -m gpucomm apps compare --quick -n 1 --json "$raw/apps-np1.json" --out "$raw/apps-np1"
+python3 -m gpucomm apps compare --quick --json "$raw/apps.json" --out "$raw/apps"
+# Multi-matrix-vector over the paper's batch sizes with enough batches for stable medians (the
+# persistent kernel against a launch and a graph per batch; one PE).
+python3 -m gpucomm apps run mmv -n 1 --size sweep --warmup 20 --iters 500 --json "$raw/apps-mmv.json"
+# The energy method on one application and model (3 runs of 10 s, idle before and after).
+python3 -m gpucomm apps energy global_sum --model loadstore --size 16M -n 1 \
+  --json "$raw/apps-energy.json" --plot "$raw/apps-energy.png"

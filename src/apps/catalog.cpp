@@ -49,6 +49,8 @@ AppInfo global_sum() {
             "(TCP, a CPU messaging path without shared memory); an MPI baseline is planned",
             "the reduce kernel ends, the host enqueues the library's stream-ordered allreduce and a copy "
             "into pinned memory, one stream synchronization per step; NCCL and MPI baselines are planned"),
+      entry(Model::cpu_graph, S::not_possible, S::planned, "CPU-controlled with one CUDA graph launch per step",
+            kNoGpuIssuer),
       entry(Model::patterns, S::not_possible, S::not_possible, "the pattern layer's plans",
             "Global Sum moves one value per PE: the pattern layer's plans are for stencils",
             "Global Sum moves one value per PE: the pattern layer's plans are for stencils"),
@@ -92,6 +94,8 @@ AppInfo jacobi2d() {
             "the update kernel ends; the host enqueues the library's stream-ordered put-with-signal of the edge "
             "rows and waits for the halo rows, relaunches the update kernel, then enqueues the stream-ordered "
             "allreduce of the residual and a copy into pinned memory; one stream synchronization per iteration"),
+      entry(Model::cpu_graph, S::not_possible, S::planned, "CPU-controlled with one CUDA graph launch per step",
+            kNoGpuIssuer),
       entry(Model::patterns, S::planned, S::planned, "the pattern layer's halo-exchange plan"),
   };
   return a;
@@ -138,9 +142,52 @@ AppInfo random_access() {
             "a kernel makes the step's updates into one list per owner and ends; the host reads the counts, "
             "enqueues the library's stream-ordered put-with-signal of each list (one per owner and step), the "
             "waits for the others' and the apply kernel; two stream synchronizations per step"),
+      entry(Model::cpu_graph, S::not_possible, S::planned, "CPU-controlled with one CUDA graph launch per step",
+            kNoGpuIssuer),
       entry(Model::patterns, S::not_possible, S::not_possible, "the pattern layer's plans",
             "random owners: the pattern layer's plans are for fixed neighbours",
             "random owners: the pattern layer's plans are for fixed neighbours"),
+  };
+  return a;
+}
+
+AppInfo mmv() {
+  AppInfo a;
+  a.name = "mmv";
+  a.summary =
+      "multi-matrix-vector: a stream of batches of 32-float vectors times one 32 x 32 matrix kept in shared "
+      "memory; the producer waits for each batch's products before the next";
+  a.size_unit = "KB per batch (128-byte vectors)";
+  a.min_size = 1;
+  a.max_size = 16 * kK;
+  a.default_sizes = {60, 960};
+  a.sweep = {60, 120, 240, 480, 960, 1920};
+  a.done = true;
+  using S = Support;
+  const char* const no_kernel = "host-memory PEs have no GPU kernel to keep or relaunch";
+  const char* const own_gpu = "the producer is the PE's own host thread: no PE-to-PE communication";
+  a.models = {
+      entry(Model::loadstore, S::not_possible, S::done,
+            "one persistent kernel: the matrix in shared memory once; each block polls a flag in pinned host memory, "
+            "reads its vectors from the pinned batch and stores the products into pinned host memory, then releases "
+            "its done word",
+            no_kernel),
+      entry(Model::putget, S::not_possible, S::not_possible, "", no_kernel, own_gpu),
+      entry(Model::proxy, S::not_possible, S::not_possible, "", no_kernel, own_gpu),
+      entry(Model::agent, S::not_possible, S::not_possible, "", no_kernel, own_gpu),
+      entry(Model::sendrecv, S::not_possible, S::not_possible, "", no_kernel, own_gpu),
+      entry(Model::am, S::not_possible, S::not_possible, "", no_kernel, own_gpu),
+      entry(Model::collective, S::not_possible, S::not_possible, "", no_kernel, own_gpu),
+      entry(Model::cpu, S::not_possible, S::done,
+            "CPU-controlled: per batch a copy in, a launch (each block loads the matrix again), a copy out and one "
+            "stream synchronization",
+            no_kernel),
+      entry(Model::cpu_graph, S::not_possible, S::done,
+            "CPU-controlled: the same copy, kernel and copy as one CUDA graph, one graph launch and one "
+            "synchronization per batch",
+            no_kernel),
+      entry(Model::patterns, S::not_possible, S::not_possible, "", no_kernel,
+            "no stencil: the pattern layer's plans do not apply"),
   };
   return a;
 }
@@ -175,6 +222,8 @@ const char* model_name(Model m) {
       return "collective";
     case Model::cpu:
       return "cpu";
+    case Model::cpu_graph:
+      return "cpu_graph";
     case Model::patterns:
       return "patterns";
   }
@@ -206,7 +255,7 @@ const std::vector<AppInfo>& catalog() {
       jacobi2d(),
       planned("nbody", "N-Body: all-pairs forces, positions circulated among PEs"),
       planned("himeno", "Himeno: 3-D Poisson stencil with halo exchange"),
-      planned("mmv", "multi-matrix-vector products in batches"),
+      mmv(),
       planned("aliev_panfilov", "Aliev-Panfilov cardiac model: 2-D reaction-diffusion stencil"),
   };
   return apps;

@@ -11,6 +11,7 @@
 #include "gpucomm/apps/catalog.hpp"
 #include "gpucomm/apps/global_sum.hpp"
 #include "gpucomm/apps/jacobi2d.hpp"
+#include "gpucomm/apps/mmv.hpp"
 #include "gpucomm/apps/random_access.hpp"
 #include "gpucomm/core/error.hpp"
 #include "report.hpp"
@@ -131,6 +132,20 @@ AppFns app_fns(const std::string& name) {
                            "updates of a step / the median step time";
             }};
   }
+  if (name == "mmv") {
+    return {[](Runtime&, Model, const RunConfig&) -> RunResult {
+              raise(Errc::unsupported, "mmv", "needs GPU PEs (a kernel to keep or relaunch)");
+            },
+            mmv_gpu,
+            [](int, const RunConfig& c) {
+              return mmv_reference_value(static_cast<uint64_t>(c.warmup) + static_cast<uint64_t>(c.iters),
+                                         mmv_vectors(c.size));
+            },
+            [](bool) -> std::string {
+              return "the producer's wall clock from handing a batch over to seeing all its products in pinned host "
+                     "memory (the batch was written before); a step (one batch) takes the slowest PE's time";
+            }};
+  }
   if (name == "global_sum") {
     return {global_sum_host, global_sum_gpu,
             [](int pes, const RunConfig& c) { return static_cast<double>(global_sum_reference(pes, c.size)); },
@@ -197,8 +212,12 @@ int run(int argc, char** argv, const std::string& cmdline) {
     for (Model m : models) {
       RunConfig c = cfg;
       c.size = size;
+      const RunWindow start = window_now();
       const RunResult mine = gpu ? fns.gpu(rt, m, c) : fns.host(rt, m, c);
-      records.push_back(gather_record(rt, mine, fns.reference(rt.size(), c)));
+      RunWindow window = window_now();
+      window.start_unix_ns = start.start_unix_ns;
+      window.cpu_s -= start.cpu_s;
+      records.push_back(gather_record(rt, mine, fns.reference(rt.size(), c), window));
       const auto& r = records.back();
       if (talk) {
         std::fprintf(stderr, "[%zu/%zu] %s %-10s %6s: median %10.2f us  %s\n", records.size(), total, app->name.c_str(),

@@ -1,7 +1,10 @@
 // The application tool's results: gathering, medians, JSON.
 #include "report.hpp"
 
+#include <sys/resource.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <sstream>
@@ -33,10 +36,24 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
 }
 
-RunRecord gather_record(Runtime& rt, const RunResult& mine, double reference) {
+RunWindow window_now() {
+  RunWindow w;
+  w.start_unix_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  w.end_unix_ns = w.start_unix_ns;
+  rusage u{};
+  if (getrusage(RUSAGE_SELF, &u) == 0) {
+    w.cpu_s = static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+              static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+  }
+  return w;
+}
+
+RunRecord gather_record(Runtime& rt, const RunResult& mine, double reference, const RunWindow& window) {
   std::ostringstream out;
   out.precision(17);
-  out << mine.wrong << ' ' << mine.wrong_cells;
+  out << mine.wrong << ' ' << mine.wrong_cells << ' ' << window.start_unix_ns << ' ' << window.end_unix_ns << ' '
+      << window.cpu_s;
   for (double t : mine.iter_us) out << ' ' << t;
   const auto all = rt.bootstrap().allgather(out.str());
   RunRecord rec;
@@ -47,9 +64,14 @@ RunRecord gather_record(Runtime& rt, const RunResult& mine, double reference) {
     std::istringstream in(part);
     int wrong = 0;
     uint64_t wrong_cells = 0;
-    in >> wrong >> wrong_cells;
+    RunWindow w;
+    in >> wrong >> wrong_cells >> w.start_unix_ns >> w.end_unix_ns >> w.cpu_s;
     rec.wrong += wrong;
     rec.wrong_cells += wrong_cells;
+    const bool first = &part == all.data();
+    rec.window.start_unix_ns = first ? w.start_unix_ns : std::min(rec.window.start_unix_ns, w.start_unix_ns);
+    rec.window.end_unix_ns = std::max(rec.window.end_unix_ns, w.end_unix_ns);
+    rec.window.cpu_s += w.cpu_s;
     for (double& slowest : rec.step_us) {
       double t = 0;
       if (!(in >> t)) raise(Errc::protocol, "gpucomm-apps", "a PE reported fewer step times than this one");
@@ -81,6 +103,11 @@ std::string report_json(const ReportHeader& h, const std::vector<RunRecord>& run
     w.field("value", r.mine.value).field("reference", r.reference);
     w.field("verified", r.wrong == 0 && r.wrong_cells == 0).field("wrong_steps", r.wrong);
     w.field("wrong_cells", r.wrong_cells);
+    w.begin_object("window")
+        .field("start_unix_ns", r.window.start_unix_ns)
+        .field("end_unix_ns", r.window.end_unix_ns)
+        .field("cpu_core_s", r.window.cpu_s)
+        .end_object();
     // RandomAccess: giga-updates per second at the median step time (every PE's updates of a step).
     if (r.mine.updates && r.median_us > 0) w.field("gups", static_cast<double>(r.mine.updates) / (r.median_us * 1e3));
     w.begin_array("iter_us");

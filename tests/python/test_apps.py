@@ -7,11 +7,16 @@ The input is integer-valued (|x| <= 100), so the sums are exact in double precis
 compared for equality, no tolerance."""
 from __future__ import annotations
 
+import importlib.util
 import json
 
 import pytest
 
 from gpus import gpu_count
+
+
+def have_matplotlib() -> bool:
+    return importlib.util.find_spec("matplotlib") is not None
 
 HOST_MODELS = ["loadstore", "putget", "sendrecv", "collective", "cpu"]
 GPU_MODELS = ["loadstore", "putget", "collective", "cpu"]
@@ -63,8 +68,9 @@ def test_list_shows_models_and_planned_apps(run_apps, apps_tool):
     assert r.returncode == 0, r.stderr
     assert "global_sum" in r.stdout
     assert "jacobi2d:" in r.stdout  # done: tests/python/test_apps_jacobi.py
+    assert "mmv:" in r.stdout  # done: tests/python/test_apps_mmv.py
     assert "random_access:" in r.stdout  # done: tests/python/test_apps_random_access.py
-    for name in ("nbody", "himeno", "mmv", "aliev_panfilov"):
+    for name in ("nbody", "himeno", "aliev_panfilov"):
         assert f"{name}:" in r.stdout and "planned, not done" in r.stdout.split(f"{name}:")[1].splitlines()[0]
     r = run_apps("list", "--json")
     (gs,) = [a for a in json.loads(r.stdout)["apps"] if a["name"] == "global_sum"]
@@ -105,11 +111,23 @@ def test_program_refuses_bad_arguments_by_itself(apps_tool):
 
 
 def test_compare_quick_on_host_pes(run_apps, apps_tool, tmp_path):
-    out = tmp_path / "cmp.json"
-    r = run_apps("compare", "--quick", "--host", "--json", str(out), timeout=400)
+    out_dir = tmp_path / "out"
+    r = run_apps("compare", "--quick", "--host", "--out", str(out_dir), timeout=400)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "speed-up over cpu" in r.stdout and "not done yet" in r.stdout
+    assert "mmv: no model on host-memory PEs, skipped" in r.stdout  # an application of GPU PEs only
+    out = out_dir / "compare.json"
+    assert f"results: {out}" in r.stdout  # says where the JSON and the plots are
     reports = {report["app"]: report for report in json.loads(out.read_text())["runs"]}
+    if have_matplotlib():
+        for app in reports:
+            png = out_dir / f"{app}-time.png"
+            assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and str(png) in r.stdout
+    else:
+        assert "plots: none (matplotlib is not installed" in r.stdout
+    for res in (res for report in reports.values() for res in report["results"]):
+        w = res["window"]  # the run's wall-clock window and CPU time, for energy measurements
+        assert 0 < w["start_unix_ns"] < w["end_unix_ns"] and w["cpu_core_s"] > 0
     assert sorted(reports) == ["global_sum", "jacobi2d", "random_access"]  # every finished application
     report = reports["global_sum"]
     assert sorted({res["model"] for res in report["results"]}) == sorted(HOST_MODELS)
@@ -141,7 +159,8 @@ def test_global_sum_gpu_model_equals_reference(run_apps, apps_tool, tmp_path, mo
 
 
 def test_help_and_missing_command(run_gpucomm):
-    for args in (["apps", "--help"], ["apps", "list", "--help"], ["apps", "run", "--help"], ["apps", "compare", "--help"]):
+    for args in (["apps", "--help"], ["apps", "list", "--help"], ["apps", "run", "--help"], ["apps", "compare", "--help"],
+                 ["apps", "energy", "--help"]):
         r = run_gpucomm(*args)
         assert r.returncode == 0 and "usage: gpucomm apps" in r.stdout, (args, r.stderr)
     assert "--model" in run_gpucomm("apps", "run", "--help").stdout

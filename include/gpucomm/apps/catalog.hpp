@@ -10,11 +10,12 @@
 
 namespace gpucomm::apps {
 
-// The communication models of the suite.
-enum class Model { loadstore, putget, proxy, agent, sendrecv, am, collective, cpu, patterns };
-inline constexpr Model kAllModels[] = {Model::loadstore,  Model::putget,   Model::proxy,
-                                       Model::agent,      Model::sendrecv, Model::am,
-                                       Model::collective, Model::cpu,      Model::patterns};
+// The communication models of the suite. cpu and cpu_graph are the CPU-controlled model written
+// with one stream (a launch and copies per step) and with one CUDA graph launch per step.
+enum class Model { loadstore, putget, proxy, agent, sendrecv, am, collective, cpu, cpu_graph, patterns };
+inline constexpr Model kAllModels[] = {Model::loadstore, Model::putget,  Model::proxy,      Model::agent,
+                                       Model::sendrecv,  Model::am,      Model::collective, Model::cpu,
+                                       Model::cpu_graph, Model::patterns};
 
 const char* model_name(Model m);
 std::optional<Model> parse_model(std::string_view name);

@@ -34,7 +34,7 @@ class App:
 
     def check_models(self, names: list[str], kind: str) -> list[str]:
         where = "GPU PEs" if kind == "gpu" else "host-memory PEs"
-        valid = ", ".join(self.models_done(kind))
+        valid = ", ".join(self.models_done(kind)) or "none (it needs GPU PEs)"
         by_name = {m["model"]: m for m in self.models}
         for name in names:
             m = by_name.get(name)
