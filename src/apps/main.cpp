@@ -124,9 +124,9 @@ AppFns app_fns(const std::string& name) {
               return ra_value(ra_reference(pes, c.size, c.warmup + c.iters).step_xor.back());
             },
             [](bool gpu) -> std::string {
-              return gpu ? "CUDA events around one step on the runtime's stream (the update kernel and the barrier "
-                           "that ends the step); a step takes the slowest PE's time; GUPS = every PE's updates of a "
-                           "step / the median step time"
+              return gpu ? "CUDA events around one step on the runtime's stream (the step's kernels, the cpu model's "
+                           "host part, and the barrier that ends the step); a step takes the slowest PE's time; GUPS = "
+                           "every PE's updates of a step / the median step time"
                          : "wall clock of one step (the PE's updates and their delivery, until every update of the "
                            "step is applied) after a barrier; a step takes the slowest PE's time; GUPS = every PE's "
                            "updates of a step / the median step time";
