@@ -291,7 +291,10 @@ RunResult run_sendrecv(Runtime& rt, const RunConfig& cfg) {
   };
   const Buckets::Send send = [&](int dst, const uint64_t* w, size_t words) {
     const size_t k = static_cast<size_t>(dst) * kSlots + sent[static_cast<size_t>(dst)] % kSlots;
-    while (sbusy[k] && !m.test(sreq[k])) poll();
+    while (sbusy[k] && !m.test(sreq[k])) {
+      poll();
+      std::this_thread::yield();  // PEs may share cores: let the receiver progress
+    }
     std::memcpy(sbuf.data() + k * kSlotWords, w, words * sizeof(uint64_t));
     sreq[k] = comm.isend(sbuf.data() + k * kSlotWords, words * sizeof(uint64_t), dst, kTag);
     sbusy[k] = 1;
