@@ -105,8 +105,8 @@ AppInfo random_access() {
   AppInfo a;
   a.name = "random_access";
   a.summary =
-      "HPC Challenge RandomAccess: XOR updates of random words of a distributed table, bucketed per owner "
-      "(up to 1024 updates per bucket); every word checked";
+      "HPC Challenge RandomAccess: XOR updates of random words of a distributed table, gathered per owner "
+      "(buckets of up to 1024 updates on host PEs); every word checked";
   a.size_unit = "table words per PE (a power of two)";
   a.min_size = 256;
   a.max_size = 8 * kM;  // 64 MiB of table: half the default symmetric heap (GPUCOMM_HEAP_SIZE, 128M)
@@ -132,7 +132,7 @@ AppInfo random_access() {
             "two-sided: one message per bucket (isend, one irecv posted per sender), the step's last bucket to "
             "each PE marked"),
       entry(Model::am, S::done, S::planned,
-            "active messages: one per bucket, the owner's handler applies it (the papers' active-message variant)"),
+            "active messages: one per bucket, the owner's handler applies it (the thesis's active-message variant)"),
       entry(Model::collective, S::not_possible, S::not_possible,
             "the updates go to random owners, point to point; no collective fits",
             "updates go point to point to random owners", "updates go point to point to random owners"),
