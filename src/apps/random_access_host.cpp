@@ -2,9 +2,9 @@
 // updates (each PE's stretch of the HPCC stream, RaShape) and runs the same timing loop; the models
 // differ in how an update reaches the PE that owns its word.
 //
-// loadstore: no buckets (the papers' naive GGAS version): the PE XORs each update straight into the
-// owner's table through the mapped peer heaps (Runtime::ptr), std::atomic_ref::fetch_xor, relaxed;
-// a barrier ends the step. Every other model buckets: updates for another PE are gathered per
+// loadstore: no buckets (the naive GGAS version the paper describes, then lacking remote atomics):
+// the PE XORs each update straight into the owner's table through the mapped peer heaps
+// (Runtime::ptr), std::atomic_ref::fetch_xor, relaxed; a barrier ends the step. Every other model buckets: updates for another PE are gathered per
 // destination, a bucket goes out when it holds kRaBucket updates and the rest at the end of the
 // step, the last bucket of a step to each PE marked `last` (possibly empty); the owner applies what
 // arrives and the step ends on a PE when it applied its own updates and the last bucket of every
