@@ -4,11 +4,12 @@
 //
 // loadstore: no buckets (the naive GGAS version the paper describes, then lacking remote atomics):
 // the PE XORs each update straight into the owner's table through the mapped peer heaps
-// (Runtime::ptr), std::atomic_ref::fetch_xor, relaxed; a barrier ends the step. Every other model buckets: updates for another PE are gathered per
-// destination, a bucket goes out when it holds kRaBucket updates and the rest at the end of the
-// step, the last bucket of a step to each PE marked `last` (possibly empty); the owner applies what
-// arrives and the step ends on a PE when it applied its own updates and the last bucket of every
-// other PE. Only the owner writes its table, so the bucketed models need no atomics.
+// (Runtime::ptr), std::atomic_ref::fetch_xor, relaxed; a barrier ends the step. Every other model
+// buckets: updates for another PE are gathered per destination, a bucket goes out when it holds
+// kRaBucket updates and the rest at the end of the step, the last bucket of a step to each PE
+// marked `last` (possibly empty); the owner applies what arrives and the step ends on a PE when it
+// applied its own updates and the last bucket of every other PE. Only the owner writes its table,
+// so the bucketed models need no atomics.
 //
 // A bucket on the wire: one header word (step << 32 | last << 31 | count), then `count` updates.
 // An untimed barrier starts every step, so no bucket of step s + 1 arrives before its receiver has
