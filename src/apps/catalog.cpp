@@ -101,6 +101,56 @@ AppInfo jacobi2d() {
   return a;
 }
 
+AppInfo random_access() {
+  AppInfo a;
+  a.name = "random_access";
+  a.summary =
+      "HPC Challenge RandomAccess: XOR updates of random words of a distributed table, gathered per owner "
+      "(buckets of up to 1024 updates on host PEs); every word checked";
+  a.size_unit = "table words per PE (a power of two)";
+  a.min_size = 256;
+  a.max_size = 8 * kM;  // 64 MiB of table: half the default symmetric heap (GPUCOMM_HEAP_SIZE, 128M)
+  a.power_of_two = true;
+  a.default_sizes = {64 * kK, kM};
+  a.sweep = {kK, 4 * kK, 16 * kK, 64 * kK, 256 * kK, kM, 4 * kM};
+  a.done = true;
+  using S = Support;
+  a.models = {
+      entry(Model::loadstore, S::done, S::done,
+            "no buckets: each update is an atomic XOR straight into the owner's table word (peer views of the "
+            "symmetric heap), then a barrier",
+            "std::atomic_ref<uint64_t>::fetch_xor through Runtime::ptr",
+            "device::atomic_fetch_xor (system scope) from every thread of a kernel per step, then the library's "
+            "stream-ordered barrier"),
+      entry(Model::putget, S::done, S::done, "buckets put with a signal into the owner's inbox; the owner applies them",
+            "buckets of up to 1024 updates, an inbox ring of 4 per sender, acknowledged by a signal back",
+            "a kernel makes the step's updates into one list per owner; its last block puts each list with "
+            "device::put_signal and waits for the others'; an apply kernel follows"),
+      entry(Model::proxy, S::not_possible, S::planned, "GPU-issued puts through the CPU proxy", kNoGpuIssuer),
+      entry(Model::agent, S::not_possible, S::planned, "GPU-issued puts through the GPU service agent", kNoGpuIssuer),
+      entry(Model::sendrecv, S::done, S::planned,
+            "two-sided: one message per bucket (isend, one irecv posted per sender), the step's last bucket to "
+            "each PE marked"),
+      entry(Model::am, S::done, S::planned,
+            "active messages: one per bucket, the owner's handler applies it (the thesis's active-message variant)"),
+      entry(Model::collective, S::not_possible, S::not_possible,
+            "the updates go to random owners, point to point; no collective fits",
+            "updates go point to point to random owners", "updates go point to point to random owners"),
+      entry(Model::cpu, S::done, S::done, "CPU-controlled: the compute ends, the host communicates, then goes on",
+            "rounds of the bootstrap store's allgather (TCP, a CPU messaging path without shared memory), each "
+            "with every PE's buckets; an MPI baseline is planned",
+            "a kernel makes the step's updates into one list per owner and ends; the host reads the counts, "
+            "enqueues the library's stream-ordered put-with-signal of each list (one per owner and step), the "
+            "waits for the others' and the apply kernel; two stream synchronizations per step"),
+      entry(Model::cpu_graph, S::not_possible, S::planned, "CPU-controlled with one CUDA graph launch per step",
+            kNoGpuIssuer),
+      entry(Model::patterns, S::not_possible, S::not_possible, "the pattern layer's plans",
+            "random owners: the pattern layer's plans are for fixed neighbours",
+            "random owners: the pattern layer's plans are for fixed neighbours"),
+  };
+  return a;
+}
+
 AppInfo mmv() {
   AppInfo a;
   a.name = "mmv";
@@ -290,7 +340,7 @@ const char* support_name(Support s) {
 const std::vector<AppInfo>& catalog() {
   static const std::vector<AppInfo> apps = {
       global_sum(),
-      planned("random_access", "HPC Challenge RandomAccess: updates of random table entries across PEs"),
+      random_access(),
       jacobi2d(),
       nbody(),
       planned("himeno", "Himeno: 3-D Poisson stencil with halo exchange"),
@@ -313,9 +363,9 @@ std::string size_text(uint64_t n) {
 }
 
 uint64_t parse_size(const AppInfo& app, std::string_view text, const std::string& arg) {
-  const std::string valid = "valid sizes of " + app.name + ": integers from " + size_text(app.min_size) + " to " +
-                            size_text(app.max_size) + " " + app.size_unit +
-                            ", with an optional K (x1024) or M (x1048576) suffix, e.g. 128 or 256K";
+  const std::string valid = "valid sizes of " + app.name + ": " + (app.power_of_two ? "powers of two" : "integers") +
+                            " from " + size_text(app.min_size) + " to " + size_text(app.max_size) + " " +
+                            app.size_unit + ", with an optional K (x1024) or M (x1048576) suffix, e.g. 128 or 256K";
   uint64_t mult = 1;
   std::string_view digits = text;
   if (!digits.empty() && (digits.back() == 'K' || digits.back() == 'k')) mult = kK;
@@ -330,6 +380,8 @@ uint64_t parse_size(const AppInfo& app, std::string_view text, const std::string
   v *= mult;
   if (v < app.min_size || v > app.max_size)
     raise_arg("gpucomm-apps", arg, "'" + std::string(text) + "' is out of range; " + valid);
+  if (app.power_of_two && (v & (v - 1)) != 0)
+    raise_arg("gpucomm-apps", arg, "'" + std::string(text) + "' is not a power of two; " + valid);
   return v;
 }
 
@@ -341,6 +393,7 @@ std::string catalog_json() {
     w.field("size_unit", a.size_unit).field("min_size", a.min_size).field("max_size", a.max_size);
     w.field("warmup", a.warmup).field("iters", a.iters);
     w.field("quick_warmup", a.quick_warmup).field("quick_iters", a.quick_iters);
+    w.field("power_of_two", a.power_of_two);
     w.begin_array("default_sizes");
     for (auto s : a.default_sizes) w.value(s);
     w.end_array().begin_array("sweep");

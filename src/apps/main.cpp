@@ -14,6 +14,7 @@
 #include "gpucomm/apps/jacobi2d.hpp"
 #include "gpucomm/apps/mmv.hpp"
 #include "gpucomm/apps/nbody.hpp"
+#include "gpucomm/apps/random_access.hpp"
 #include "gpucomm/core/error.hpp"
 #include "report.hpp"
 
@@ -25,9 +26,11 @@ namespace {
 void usage(FILE* f) {
   std::fprintf(f,
                "usage: gpucomm-apps catalog\n"
+               "       gpucomm-apps selftest\n"
                "       gpucomm-apps run APP [--models M1,M2] [--sizes S1,S2|sweep] [--warmup N] [--iters N]\n"
                "                        [--json FILE]\n"
                "  catalog   print the applications, their models and sizes as JSON\n"
+               "  selftest  check building blocks of the applications (RandomAccess's HPCC_starts)\n"
                "  run       run APP under a launcher (gpucomm run -n N); every PE checks every step's result\n"
                "            against the CPU reference; exit 1 when one differs\n"
                "  --models  models to run, in order (default: every model done for this kind of PE)\n"
@@ -126,6 +129,20 @@ AppFns app_fns(const std::string& name) {
                            "and the step kernel); a step takes the slowest PE's time"
                          : "wall clock of the ghost planes' exchange and the update after a barrier; a step takes the "
                            "slowest PE's time";
+            }};
+  }
+  if (name == "random_access") {
+    return {random_access_host, random_access_gpu,
+            [](int pes, const RunConfig& c) {
+              return ra_value(ra_reference(pes, c.size, c.warmup + c.iters).step_xor.back());
+            },
+            [](bool gpu) -> std::string {
+              return gpu ? "CUDA events around one step on the runtime's stream (the step's kernels, the cpu model's "
+                           "host part, and the barrier that ends the step); a step takes the slowest PE's time; GUPS = "
+                           "every PE's updates of a step / the median step time"
+                         : "wall clock of one step (the PE's updates and their delivery, until every update of the "
+                           "step is applied) after a barrier; a step takes the slowest PE's time; GUPS = every PE's "
+                           "updates of a step / the median step time";
             }};
   }
   if (name == "mmv") {
@@ -276,6 +293,16 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (cmd == "run") return run(argc, argv, cmdline);
+    if (cmd == "selftest") {
+      const int64_t bad = ra_selftest();
+      if (bad >= 0) {
+        std::fprintf(stderr, "gpucomm-apps selftest: random_access: HPCC_starts(%lld) differs from the stream\n",
+                     static_cast<long long>(bad));
+        return 1;
+      }
+      std::printf("random_access: HPCC_starts(m) equals m steps of the stream: ok\n");
+      return 0;
+    }
     usage(stderr);
     return 2;
   } catch (const Error& e) {

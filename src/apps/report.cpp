@@ -111,6 +111,8 @@ std::string report_json(const ReportHeader& h, const std::vector<RunRecord>& run
     w.begin_object("metrics");
     for (const auto& [name, v] : r.mine.metrics) w.field(name, v);
     w.end_object();
+    // RandomAccess: giga-updates per second at the median step time (every PE's updates of a step).
+    if (r.mine.updates && r.median_us > 0) w.field("gups", static_cast<double>(r.mine.updates) / (r.median_us * 1e3));
     w.begin_array("iter_us");
     for (double t : r.step_us) w.value(t);
     w.end_array().end_object();

@@ -71,7 +71,8 @@ def test_list_shows_models_and_planned_apps(run_apps, apps_tool):
     assert "mmv:" in r.stdout  # done: tests/python/test_apps_mmv.py
     assert "aliev_panfilov:" in r.stdout  # done: tests/python/test_apps_aliev_panfilov.py
     assert "nbody:" in r.stdout  # done: tests/python/test_apps_nbody.py
-    for name in ("random_access", "himeno"):
+    assert "random_access:" in r.stdout  # done: tests/python/test_apps_random_access.py
+    for name in ("himeno",):
         assert f"{name}:" in r.stdout and "planned, not done" in r.stdout.split(f"{name}:")[1].splitlines()[0]
     r = run_apps("list", "--json")
     (gs,) = [a for a in json.loads(r.stdout)["apps"] if a["name"] == "global_sum"]
@@ -129,7 +130,7 @@ def test_compare_quick_on_host_pes(run_apps, apps_tool, tmp_path):
     for res in (res for report in reports.values() for res in report["results"]):
         w = res["window"]  # the run's wall-clock window and CPU time, for energy measurements
         assert 0 < w["start_unix_ns"] < w["end_unix_ns"] and w["cpu_core_s"] > 0
-    assert sorted(reports) == ["aliev_panfilov", "global_sum", "jacobi2d", "nbody"]  # every finished application
+    assert sorted(reports) == ["aliev_panfilov", "global_sum", "jacobi2d", "nbody", "random_access"]  # every finished one
     report = reports["global_sum"]
     assert sorted({res["model"] for res in report["results"]}) == sorted(HOST_MODELS)
     assert {res["size"] for res in report["results"]} == {128, 256 * 1024}
@@ -140,8 +141,13 @@ def test_compare_quick_on_host_pes(run_apps, apps_tool, tmp_path):
     assert sorted({res["model"] for res in report["results"]}) == ["cpu", "loadstore", "putget", "sendrecv"]
     assert {res["size"] for res in report["results"]} == {4096, 15360}
     assert (report["warmup"], report["iters"]) == (1, 2)  # N-Body's own quick steps
+    report = reports["random_access"]
+    assert sorted({res["model"] for res in report["results"]}) == ["am", "cpu", "loadstore", "putget", "sendrecv"]
+    assert {res["size"] for res in report["results"]} == {64 * 1024, 1024 * 1024}
+    assert all(res["gups"] > 0 for res in report["results"])
     assert all(res["verified"] for report in reports.values() for res in report["results"])
     assert "[10/10] global_sum" in r.stderr and "[8/8] jacobi2d" in r.stderr and "[8/8] nbody" in r.stderr
+    assert "[10/10] random_access" in r.stderr
 
 
 @pytest.mark.skipif(gpu_count() == 0, reason="no GPU on this machine: the GPU models of Global Sum need one")

@@ -42,6 +42,7 @@ struct AppInfo {
   std::string summary;                  // one line
   std::string size_unit;                // "elements per PE"
   uint64_t min_size = 1, max_size = 1;  // accepted sizes
+  bool power_of_two = false;            // sizes must also be powers of two
   std::vector<uint64_t> default_sizes;  // `--size` when none is given, and `compare --quick`
   std::vector<uint64_t> sweep;          // `--size sweep`
   std::vector<ModelEntry> models;       // every model of kAllModels, in that order

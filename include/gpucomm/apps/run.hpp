@@ -29,6 +29,7 @@ struct RunResult {
   // Application-specific measurements of this PE (a roofline, a copy bandwidth); the report shows
   // rank 0's under "metrics".
   std::vector<std::pair<std::string, double>> metrics;
+  uint64_t updates = 0;  // RandomAccess: table updates per step, all PEs together (the report's GUPS)
 };
 
 }  // namespace gpucomm::apps

@@ -26,6 +26,7 @@ class App:
     default_sizes: list[int]
     sweep: list[int]
     models: list[dict]
+    power_of_two: bool = False
     warmup: int = 5  # steps when none are given (gpucomm-apps catalog): run and compare
     iters: int = 50
     quick_warmup: int = 2  # with --quick
@@ -56,7 +57,8 @@ class App:
         return names
 
     def valid_sizes(self) -> str:
-        return (f"valid sizes of {self.name}: integers from {size_text(self.min_size)} to {size_text(self.max_size)} "
+        kind = "powers of two" if self.power_of_two else "integers"
+        return (f"valid sizes of {self.name}: {kind} from {size_text(self.min_size)} to {size_text(self.max_size)} "
                 f"{self.size_unit} with an optional K (x1024) or M (x1048576) suffix, e.g. 128 or 256K, "
                 f"or 'sweep' ({','.join(size_text(s) for s in self.sweep)})")
 
@@ -76,6 +78,8 @@ class App:
         v = int(digits) * mult
         if not self.min_size <= v <= self.max_size:
             raise UsageError(f"--size: '{text}' is out of range; {self.valid_sizes()}")
+        if self.power_of_two and v & (v - 1):
+            raise UsageError(f"--size: '{text}' is not a power of two; {self.valid_sizes()}")
         return v
 
 

@@ -42,6 +42,8 @@ def print_runs(report: dict, out=sys.stdout) -> None:
         result = "verified" if r["verified"] else f"WRONG in {r['wrong_steps']} step(s)"
         if r.get("wrong_cells"):
             result += f", {r['wrong_cells']} point(s) of the result"
+        if "gups" in r:  # RandomAccess: every PE's updates of a step / the median step time
+            result += f"  {r['gups']:.4g} GUPS"
         print(f"{r['model']:<12} {size_text(r['size']):>6} {r['median_us']:>12.2f} {r['min_us']:>12.2f}  {result}",
               file=out)
 
