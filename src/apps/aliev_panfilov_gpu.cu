@@ -19,6 +19,7 @@
 
 #include "gpucomm/apps/aliev_panfilov.hpp"
 #include "gpucomm/apps/aliev_panfilov_device.cuh"
+#include "gpucomm/apps/persistent_device.cuh"
 #include "gpucomm/bootstrap/bootstrap.hpp"
 #include "gpucomm/core/cuda_check.hpp"
 #include "gpucomm/core/error.hpp"
@@ -136,11 +137,7 @@ RunResult aliev_panfilov_gpu(Runtime& rt, Model model, const RunConfig& cfg) {
   RunResult res;
   res.model = model;
   res.size = n;
-  for (int it = cfg.warmup; it < steps; ++it) {
-    float ms = 0;
-    GPUCOMM_CUDA_CHECK(cudaEventElapsedTime(&ms, ev[static_cast<size_t>(it)], ev[static_cast<size_t>(it) + 1]));
-    res.iter_us.push_back(static_cast<double>(ms) * 1000.0);
-  }
+  res.iter_us = apps::device::event_step_us(ev, cfg.warmup, steps);
   for (auto& x : ev) cudaEventDestroy(x);
   {
     std::vector<double> e_host(points), r_host(points);

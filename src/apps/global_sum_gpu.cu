@@ -175,11 +175,7 @@ RunResult global_sum_gpu(Runtime& rt, Model model, const RunConfig& cfg) {
   for (double g : got)
     if (g != reference) ++r.wrong;
   r.value = got.back();
-  for (int it = cfg.warmup; it < steps; ++it) {
-    float ms = 0;
-    GPUCOMM_CUDA_CHECK(cudaEventElapsedTime(&ms, ev[static_cast<size_t>(it)], ev[static_cast<size_t>(it) + 1]));
-    r.iter_us.push_back(static_cast<double>(ms) * 1000.0);
-  }
+  r.iter_us = apps::device::event_step_us(ev, cfg.warmup, steps);
 
   for (auto& e : ev) cudaEventDestroy(e);
   coll.reset();

@@ -245,18 +245,8 @@ RunResult jacobi2d_gpu(Runtime& rt, Model model, const RunConfig& cfg) {
                                 cudaMemcpyDeviceToHost));
   r.wrong_cells = jacobi_wrong_cells(ref, me, part.data(), cfg.corrupt_rank);
   jacobi_dump(cfg, model, me, part.data());
-  if (persistent) {
-    std::vector<uint64_t> t(static_cast<size_t>(steps) + 1);
-    GPUCOMM_CUDA_CHECK(cudaMemcpy(t.data(), p.times, t.size() * sizeof(uint64_t), cudaMemcpyDeviceToHost));
-    for (int it = cfg.warmup; it < steps; ++it)
-      r.iter_us.push_back(static_cast<double>(t[static_cast<size_t>(it) + 1] - t[static_cast<size_t>(it)]) / 1000.0);
-  } else {
-    for (int it = cfg.warmup; it < steps; ++it) {
-      float ms = 0;
-      GPUCOMM_CUDA_CHECK(cudaEventElapsedTime(&ms, ev[static_cast<size_t>(it)], ev[static_cast<size_t>(it) + 1]));
-      r.iter_us.push_back(static_cast<double>(ms) * 1000.0);
-    }
-  }
+  r.iter_us = persistent ? apps::device::timer_step_us(p.times, cfg.warmup, steps)
+                         : apps::device::event_step_us(ev, cfg.warmup, steps);
 
   for (auto& e : ev) cudaEventDestroy(e);
   rt.barrier_all();

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <vector>
 
 #include "gpucomm/base/ordering_device.cuh"
 #include "gpucomm/core/cuda_check.hpp"
@@ -54,6 +55,29 @@ T* device_alloc(size_t count) {
   GPUCOMM_CUDA_CHECK(cudaMalloc(&q, count * sizeof(T)));
   GPUCOMM_CUDA_CHECK(cudaMemset(q, 0, count * sizeof(T)));
   return static_cast<T*>(q);
+}
+
+// The times (us) of steps [warmup, steps) from CUDA events recorded between consecutive steps
+// (ev[0] before the first step, ev[s + 1] after step s).
+inline std::vector<double> event_step_us(const std::vector<cudaEvent_t>& ev, int warmup, int steps) {
+  std::vector<double> out;
+  for (int it = warmup; it < steps; ++it) {
+    float ms = 0;
+    GPUCOMM_CUDA_CHECK(cudaEventElapsedTime(&ms, ev[static_cast<size_t>(it)], ev[static_cast<size_t>(it) + 1]));
+    out.push_back(static_cast<double>(ms) * 1000.0);
+  }
+  return out;
+}
+
+// The times (us) of steps [warmup, steps) from global-timer stamps (ns) a persistent kernel wrote
+// into device memory: times[0] before the first step, times[s + 1] after step s.
+inline std::vector<double> timer_step_us(const uint64_t* device_times, int warmup, int steps) {
+  std::vector<uint64_t> t(static_cast<size_t>(steps) + 1);
+  GPUCOMM_CUDA_CHECK(cudaMemcpy(t.data(), device_times, t.size() * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+  std::vector<double> out;
+  for (int it = warmup; it < steps; ++it)
+    out.push_back(static_cast<double>(t[static_cast<size_t>(it) + 1] - t[static_cast<size_t>(it)]) / 1000.0);
+  return out;
 }
 
 }  // namespace gpucomm::apps::device
