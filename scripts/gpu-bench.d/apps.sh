@@ -11,8 +11,9 @@ python3 -m gpucomm apps compare --quick --json "$raw/apps.json" --out "$raw/apps
 # Multi-matrix-vector over the paper's batch sizes with enough batches for stable medians (the
 # persistent kernel against a launch and a graph per batch; one PE).
 python3 -m gpucomm apps run mmv -n 1 --size sweep --warmup 20 --iters 500 --json "$raw/apps-mmv.json"
-# Aliev-Panfilov against its roofline (the copy bandwidth measured in the same run; one PE).
-python3 -m gpucomm apps run aliev_panfilov -n 1 --model patterns,cpu --size 256 --warmup 5 --iters 30 \
+# Aliev-Panfilov against its roofline (the copy bandwidth measured in the same run; one PE; two
+# 258^3 fp64 buffers of E need a 1 GB symmetric heap).
+GPUCOMM_HEAP_SIZE=1G python3 -m gpucomm apps run aliev_panfilov -n 1 --model patterns,cpu --size 256 --warmup 5 --iters 30 \
   --json "$raw/apps-aliev.json"
 # The energy method on one application and model (3 runs of 10 s, idle before and after).
 python3 -m gpucomm apps energy global_sum --model loadstore --size 16M -n 1 \

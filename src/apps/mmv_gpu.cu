@@ -1,17 +1,24 @@
 // Multi-matrix-vector on GPU PEs (include/gpucomm/apps/mmv.hpp): every PE's host thread streams
 // batches to its own GPU and waits for each batch's products before writing the next one.
 //
-// loadstore, the persistent kernel's protocol (pinned host memory, system scope):
-//   producer  writes batch b into `in` (plain stores), then go = b (release store);
-//   block k   thread 0 polls go with acquire loads until go >= b (kStop ends the kernel), the block
-//             synchronizes, every warp reads its vectors with ld.global.cv and stores the products
-//             into `out`; the block synchronizes, thread 0 fences (acq_rel, system) and stores
-//             done[k] = b (the fence and the store form a release: whoever sees done[k] = b sees
-//             the block's products);
-//   producer  polls done[0..blocks) with acquire loads until each is >= b, then reads `out`.
-// The producer writes batch b + 1 only after every block's done[k] = b, so no block still reads
+// loadstore, the persistent kernel's protocol (as GPUrdma's worker: the batch lands in GPU memory
+// with its notification behind it, the products go back by the GPU's own stores):
+//   producer  enqueues, on a copy stream, the batch into device memory and then the batch number
+//             into the device word `go` (two copies in stream order: the number lands after the
+//             batch);
+//   block k   thread 0 polls `go` with acquire loads until go >= b (kStop ends the kernel), the block
+//             synchronizes, every warp reads its vectors (ld.global.cv) and stores the products
+//             into pinned host memory; the block synchronizes, thread 0 fences (acq_rel, system)
+//             and stores done[k] = b in pinned host memory (the fence and the store form a
+//             release: whoever sees done[k] = b sees the block's products);
+//   producer  polls done[0..blocks) with acquire loads until each is >= b, then reads the products.
+// The producer enqueues batch b + 1 only after every block's done[k] = b, so no block still reads
 // batch b. Every wait has a timeout (GPUCOMM_TIMEOUT): a block that waits too long records who
 // waited for what in pinned memory and ends; the producer reports it, or its own wait.
+//
+// (Reading the batch straight from pinned host memory, with every block polling a host word, was
+// tried first: 5x slower than a launch per batch on an H200, the uncached loads of host memory and
+// the polls crossing PCIe for every vector.)
 #include <cuda_runtime.h>
 
 #include <chrono>
@@ -43,9 +50,9 @@ struct Stuck {
 
 struct PersistentArgs {
   const float* matrix;  // device
-  const float* in;      // pinned host: the batch
+  const float* in;      // device: the batch
   float* out;           // pinned host: the products
-  const uint64_t* go;   // pinned host: the batch handed over (kStop: end)
+  const uint64_t* go;   // device: the batch handed over (kStop: end)
   uint64_t* done;       // pinned host: [blocks], the last batch each block finished
   Stuck* stuck;
   uint64_t vectors, timeout_ns;  // timeout_ns 0: no limit
@@ -119,41 +126,59 @@ struct Buffers {
   float* d_out = nullptr;
   float* h_in = nullptr;  // pinned
   float* h_out = nullptr;
-  uint64_t* go = nullptr;  // pinned
-  uint64_t* done = nullptr;
+  cudaStream_t copies = nullptr;  // loadstore: the producer's copies, beside the persistent kernel
+  uint64_t* go = nullptr;         // device
+  uint64_t* go_value = nullptr;   // pinned: the source of the copy into `go`
+  uint64_t* done = nullptr;       // pinned
   Stuck* stuck = nullptr;
   cudaGraphExec_t exec = nullptr;
   bool persistent_running = false;
 
   Buffers(uint64_t v, unsigned b) : vectors(v), floats(v * kMmvDim), blocks(b) {
     GPUCOMM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    GPUCOMM_CUDA_CHECK(cudaStreamCreateWithFlags(&copies, cudaStreamNonBlocking));
     matrix = device_copy(mmv_matrix_values());
     GPUCOMM_CUDA_CHECK(cudaMalloc(&d_in, floats * sizeof(float)));
     GPUCOMM_CUDA_CHECK(cudaMalloc(&d_out, floats * sizeof(float)));
     h_in = pinned<float>(floats);
     h_out = pinned<float>(floats);
-    go = pinned<uint64_t>(1);
+    GPUCOMM_CUDA_CHECK(cudaMalloc(&go, sizeof(uint64_t)));
+    GPUCOMM_CUDA_CHECK(cudaMemset(go, 0, sizeof(uint64_t)));
+    go_value = pinned<uint64_t>(1);
     done = pinned<uint64_t>(b);
     stuck = pinned<Stuck>(1);
   }
   ~Buffers() {
     if (persistent_running) {  // a wait raised: end the kernel before freeing what it reads
-      mem::host_store(go, kStop, std::memory_order_release);
+      cudaStreamSynchronize(copies);
+      *go_value = kStop;
+      cudaMemcpyAsync(go, go_value, sizeof(uint64_t), cudaMemcpyHostToDevice, copies);
       cudaStreamSynchronize(stream);
     }
     if (exec) cudaGraphExecDestroy(exec);
     cudaFreeHost(stuck);
     cudaFreeHost(done);
-    cudaFreeHost(go);
+    cudaFreeHost(go_value);
+    cudaFree(go);
     cudaFreeHost(h_out);
     cudaFreeHost(h_in);
     cudaFree(d_out);
     cudaFree(d_in);
     cudaFree(matrix);
+    cudaStreamDestroy(copies);
     cudaStreamDestroy(stream);
   }
   Buffers(const Buffers&) = delete;
   Buffers& operator=(const Buffers&) = delete;
+
+  // loadstore: hands batch `b` over (the batch, then its number, in the copy stream's order).
+  // kStop: only the number (the kernel ends).
+  void hand_over(uint64_t b) const {
+    *go_value = b;  // the previous copy from it completed: every block saw batch b - 1
+    if (b != kStop)
+      GPUCOMM_CUDA_CHECK(cudaMemcpyAsync(d_in, h_in, floats * sizeof(float), cudaMemcpyHostToDevice, copies));
+    GPUCOMM_CUDA_CHECK(cudaMemcpyAsync(go, go_value, sizeof(uint64_t), cudaMemcpyHostToDevice, copies));
+  }
 
   // The cpu model's three operations on the stream.
   void enqueue_batch(float corrupt) const {
@@ -177,7 +202,7 @@ void wait_blocks(const Buffers& buf, uint64_t batch, int rank) {
         raise(Errc::timeout, "mmv loadstore",
               "PE " + std::to_string(rank) + ": persistent block " + std::to_string(s.block) + " waited " +
                   std::to_string(s.waited_ns / 1000000) + " ms for batch " + std::to_string(s.batch) +
-                  " (the go word in pinned memory: expected >= " + std::to_string(s.batch) + ", seen " +
+                  " (the go word in device memory: expected >= " + std::to_string(s.batch) + ", seen " +
                   std::to_string(s.seen) + ")");
       }
       if (++spins % 1024 == 0 && limit_ms > 0 &&
@@ -225,7 +250,7 @@ RunResult mmv_gpu(Runtime& rt, Model model, const RunConfig& cfg) {
   if (model == Model::loadstore) {
     const int64_t limit_ms = env::wait_timeout_ms();
     const PersistentArgs a{
-        buf.matrix, buf.h_in,  buf.h_out, buf.go,
+        buf.matrix, buf.d_in,  buf.h_out, buf.go,
         buf.done,   buf.stuck, vectors,   limit_ms > 0 ? static_cast<uint64_t>(limit_ms) * 1000000 : 0,
         corrupt};
     k_persistent<<<blocks, kMmvThreads, 0, buf.stream>>>(a);
@@ -245,7 +270,7 @@ RunResult mmv_gpu(Runtime& rt, Model model, const RunConfig& cfg) {
     const auto t0 = Clock::now();
     switch (model) {
       case Model::loadstore:
-        mem::host_store(buf.go, batch, std::memory_order_release);
+        buf.hand_over(batch);
         wait_blocks(buf, batch, rt.rank());
         break;
       case Model::cpu_graph:
@@ -268,7 +293,8 @@ RunResult mmv_gpu(Runtime& rt, Model model, const RunConfig& cfg) {
     std::memset(buf.h_out, 0xff, buf.floats * sizeof(float));  // NaN: a batch not computed cannot pass
   }
   if (model == Model::loadstore) {
-    mem::host_store(buf.go, kStop, std::memory_order_release);
+    buf.hand_over(kStop);
+    GPUCOMM_CUDA_CHECK(cudaStreamSynchronize(buf.copies));
     GPUCOMM_CUDA_CHECK(cudaStreamSynchronize(buf.stream));
     buf.persistent_running = false;
   }
