@@ -168,11 +168,16 @@ AppInfo mmv() {
   const char* const own_gpu = "the producer is the PE's own host thread: no PE-to-PE communication";
   a.models = {
       entry(Model::loadstore, S::not_possible, S::done,
-            "one persistent kernel: the matrix in shared memory once; each block polls a flag in pinned host memory, "
-            "reads its vectors from the pinned batch and stores the products into pinned host memory, then releases "
-            "its done word",
+            "one persistent kernel, the matrix in shared memory once; the producer writes the batch into pinned host "
+            "memory and releases its number there; block 0 polls that word and relays it in device memory, every "
+            "block reads its vectors from the pinned batch and stores the products into pinned host memory, then "
+            "releases its done word",
             no_kernel),
-      entry(Model::putget, S::not_possible, S::not_possible, "", no_kernel, own_gpu),
+      entry(Model::putget, S::not_possible, S::done,
+            "the same persistent kernel; the producer puts the batch and then its number into device memory (two "
+            "copies in stream order, as an RDMA write with its notification); products and done words as in "
+            "loadstore",
+            no_kernel),
       entry(Model::proxy, S::not_possible, S::not_possible, "", no_kernel, own_gpu),
       entry(Model::agent, S::not_possible, S::not_possible, "", no_kernel, own_gpu),
       entry(Model::sendrecv, S::not_possible, S::not_possible, "", no_kernel, own_gpu),

@@ -49,15 +49,35 @@ struct Stuck {
 };
 
 struct PersistentArgs {
-  const float* matrix;  // device
-  const float* in;      // device: the batch
-  float* out;           // pinned host: the products
-  const uint64_t* go;   // device: the batch handed over (kStop: end)
-  uint64_t* done;       // pinned host: [blocks], the last batch each block finished
+  const float* matrix;      // device
+  const float* in;          // the batch: pinned host memory (loadstore) or device memory (putget)
+  float* out;               // pinned host: the products
+  const uint64_t* host_go;  // loadstore: the batch handed over, in pinned host memory (putget: null)
+  uint64_t* go;             // device: the batch handed over (kStop: end); loadstore: block 0 relays host_go
+  uint64_t* done;           // pinned host: [blocks], the last batch each block finished
   Stuck* stuck;
   uint64_t vectors, timeout_ns;  // timeout_ns 0: no limit
   float corrupt;
 };
+
+// Thread 0 of a block: polls `word` (acquire, system scope) until it reaches `b`; returns what it
+// saw, or kStop after recording a timeout in a.stuck.
+__device__ uint64_t poll_batch(const PersistentArgs& a, const uint64_t* word, uint64_t b) {
+  const uint64_t t0 = mem::globaltimer();
+  uint64_t v = mem::load<mem::kSystem>(word, mem::acquire);
+  while (v < b) {
+    if (a.timeout_ns && mem::globaltimer() - t0 > a.timeout_ns) {
+      a.stuck->block = blockIdx.x;
+      a.stuck->batch = b;
+      a.stuck->seen = v;
+      a.stuck->waited_ns = mem::globaltimer() - t0;
+      mem::store<mem::kSystem>(&a.stuck->set, uint64_t{1}, mem::release);
+      return kStop;
+    }
+    v = mem::load<mem::kSystem>(word, mem::acquire);
+  }
+  return v;
+}
 
 __global__ void __launch_bounds__(kMmvThreads) k_persistent(PersistentArgs a) {
   __shared__ float m[kMmvDim * kMmvPitch];
@@ -65,23 +85,11 @@ __global__ void __launch_bounds__(kMmvThreads) k_persistent(PersistentArgs a) {
   apps::device::mmv_load_matrix(a.matrix, m);  // once for the whole run
   for (uint64_t b = 1;; ++b) {
     if (threadIdx.x == 0) {
-      const uint64_t t0 = mem::globaltimer();
-      uint64_t v = mem::load<mem::kSystem>(a.go, mem::acquire);
-      while (v < b) {
-        if (a.timeout_ns && mem::globaltimer() - t0 > a.timeout_ns) {
-          a.stuck->block = blockIdx.x;
-          a.stuck->batch = b;
-          a.stuck->seen = v;
-          a.stuck->waited_ns = mem::globaltimer() - t0;
-          mem::store<mem::kSystem>(&a.stuck->set, uint64_t{1}, mem::release);
-          v = kStop;
-          break;
-        }
-        v = mem::load<mem::kSystem>(a.go, mem::acquire);
-      }
-      seen = v;
+      // loadstore: one poller crosses PCIe (block 0), the others poll its relay in device memory.
+      if (a.host_go && blockIdx.x == 0) mem::store<mem::kSystem>(a.go, poll_batch(a, a.host_go, b), mem::release);
+      seen = poll_batch(a, a.go, b);
     }
-    __syncthreads();
+    __syncthreads();  // with thread 0's acquire: the batch written before `go` is visible to the block
     if (seen == kStop) return;
     apps::device::mmv_batch(m, a.in, a.out, a.vectors, a.corrupt);
     __syncthreads();
@@ -126,9 +134,9 @@ struct Buffers {
   float* d_out = nullptr;
   float* h_in = nullptr;  // pinned
   float* h_out = nullptr;
-  cudaStream_t copies = nullptr;  // loadstore: the producer's copies, beside the persistent kernel
+  cudaStream_t copies = nullptr;  // putget: the producer's copies, beside the persistent kernel
   uint64_t* go = nullptr;         // device
-  uint64_t* go_value = nullptr;   // pinned: the source of the copy into `go`
+  uint64_t* go_value = nullptr;   // pinned: loadstore's host_go, putget's source of the copy into `go`
   uint64_t* done = nullptr;       // pinned
   Stuck* stuck = nullptr;
   cudaGraphExec_t exec = nullptr;
@@ -151,7 +159,7 @@ struct Buffers {
   ~Buffers() {
     if (persistent_running) {  // a wait raised: end the kernel before freeing what it reads
       cudaStreamSynchronize(copies);
-      *go_value = kStop;
+      mem::host_store(go_value, kStop, std::memory_order_release);
       cudaMemcpyAsync(go, go_value, sizeof(uint64_t), cudaMemcpyHostToDevice, copies);
       cudaStreamSynchronize(stream);
     }
@@ -171,10 +179,16 @@ struct Buffers {
   Buffers(const Buffers&) = delete;
   Buffers& operator=(const Buffers&) = delete;
 
-  // loadstore: hands batch `b` over (the batch, then its number, in the copy stream's order).
-  // kStop: only the number (the kernel ends).
-  void hand_over(uint64_t b) const {
-    *go_value = b;  // the previous copy from it completed: every block saw batch b - 1
+  // Hands batch `b` over (kStop: ends the kernel). loadstore: a release store of the number into
+  // pinned host memory (the batch is already there). putget: two copies in the copy stream's order,
+  // the batch into device memory, then the number (the previous copy from go_value completed:
+  // every block saw batch b - 1).
+  void hand_over(Model model, uint64_t b) const {
+    if (model == Model::loadstore) {
+      mem::host_store(go_value, b, std::memory_order_release);
+      return;
+    }
+    *go_value = b;
     if (b != kStop)
       GPUCOMM_CUDA_CHECK(cudaMemcpyAsync(d_in, h_in, floats * sizeof(float), cudaMemcpyHostToDevice, copies));
     GPUCOMM_CUDA_CHECK(cudaMemcpyAsync(go, go_value, sizeof(uint64_t), cudaMemcpyHostToDevice, copies));
@@ -202,8 +216,7 @@ void wait_blocks(const Buffers& buf, uint64_t batch, int rank) {
         raise(Errc::timeout, "mmv loadstore",
               "PE " + std::to_string(rank) + ": persistent block " + std::to_string(s.block) + " waited " +
                   std::to_string(s.waited_ns / 1000000) + " ms for batch " + std::to_string(s.batch) +
-                  " (the go word in device memory: expected >= " + std::to_string(s.batch) + ", seen " +
-                  std::to_string(s.seen) + ")");
+                  " (the go word: expected >= " + std::to_string(s.batch) + ", seen " + std::to_string(s.seen) + ")");
       }
       if (++spins % 1024 == 0 && limit_ms > 0 &&
           std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count() > limit_ms) {
@@ -220,7 +233,8 @@ void wait_blocks(const Buffers& buf, uint64_t batch, int rank) {
 }  // namespace
 
 RunResult mmv_gpu(Runtime& rt, Model model, const RunConfig& cfg) {
-  if (model != Model::loadstore && model != Model::cpu && model != Model::cpu_graph) {
+  const bool persistent = model == Model::loadstore || model == Model::putget;
+  if (!persistent && model != Model::cpu && model != Model::cpu_graph) {
     raise(Errc::unsupported, "mmv",
           std::string("model '") + model_name(model) + "' is not available on GPU PEs (gpucomm apps list)");
   }
@@ -247,12 +261,19 @@ RunResult mmv_gpu(Runtime& rt, Model model, const RunConfig& cfg) {
     cudaGraphDestroy(graph);
     GPUCOMM_CUDA_CHECK(inst);
   }
-  if (model == Model::loadstore) {
+  if (persistent) {
     const int64_t limit_ms = env::wait_timeout_ms();
-    const PersistentArgs a{
-        buf.matrix, buf.d_in,  buf.h_out, buf.go,
-        buf.done,   buf.stuck, vectors,   limit_ms > 0 ? static_cast<uint64_t>(limit_ms) * 1000000 : 0,
-        corrupt};
+    const bool zero_copy = model == Model::loadstore;
+    const PersistentArgs a{buf.matrix,
+                           zero_copy ? buf.h_in : buf.d_in,
+                           buf.h_out,
+                           zero_copy ? buf.go_value : nullptr,
+                           buf.go,
+                           buf.done,
+                           buf.stuck,
+                           vectors,
+                           limit_ms > 0 ? static_cast<uint64_t>(limit_ms) * 1000000 : 0,
+                           corrupt};
     k_persistent<<<blocks, kMmvThreads, 0, buf.stream>>>(a);
     GPUCOMM_CUDA_CHECK_LAUNCH("mmv persistent kernel");
     buf.persistent_running = true;
@@ -270,7 +291,8 @@ RunResult mmv_gpu(Runtime& rt, Model model, const RunConfig& cfg) {
     const auto t0 = Clock::now();
     switch (model) {
       case Model::loadstore:
-        buf.hand_over(batch);
+      case Model::putget:
+        buf.hand_over(model, batch);
         wait_blocks(buf, batch, rt.rank());
         break;
       case Model::cpu_graph:
@@ -292,8 +314,8 @@ RunResult mmv_gpu(Runtime& rt, Model model, const RunConfig& cfg) {
     r.value = mmv_checksum(buf.h_out, vectors);
     std::memset(buf.h_out, 0xff, buf.floats * sizeof(float));  // NaN: a batch not computed cannot pass
   }
-  if (model == Model::loadstore) {
-    buf.hand_over(kStop);
+  if (persistent) {
+    buf.hand_over(model, kStop);
     GPUCOMM_CUDA_CHECK(cudaStreamSynchronize(buf.copies));
     GPUCOMM_CUDA_CHECK(cudaStreamSynchronize(buf.stream));
     buf.persistent_running = false;

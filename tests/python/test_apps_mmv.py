@@ -10,7 +10,7 @@ import pytest
 
 from gpus import gpu_count
 
-GPU_MODELS = ["loadstore", "cpu", "cpu_graph"]
+GPU_MODELS = ["loadstore", "putget", "cpu", "cpu_graph"]
 WARMUP, ITERS = 2, 5
 
 

@@ -18,14 +18,16 @@ __device__ inline void mmv_load_matrix(const float* matrix, float* smem) {
   __syncthreads();
 }
 
-// This block's share of the batch: vector v goes to warp (v mod the grid's warps). `in` is read
-// with ld.global.cv (not kept in L1: the producer rewrites the same addresses every batch).
+// This block's share of the batch: vector v goes to warp (v mod the grid's warps). Plain loads:
+// the persistent kernel's thread 0 acquired the batch number and the block synchronized since, so
+// the batch written before the number is what these loads see (the acquire also drops stale L1
+// lines of the last batch, which used the same addresses).
 // `corrupt` is added to element 0 of vector 0 (tests).
 __device__ inline void mmv_batch(const float* smem, const float* in, float* out, uint64_t vectors, float corrupt) {
   const unsigned lane = threadIdx.x % 32;
   const uint64_t warps = static_cast<uint64_t>(gridDim.x) * (blockDim.x / 32);
   for (uint64_t v = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; v < vectors; v += warps) {
-    const float x = __ldcv(in + v * kMmvDim + lane);
+    const float x = in[v * kMmvDim + lane];
     float acc = 0.0f;
 #pragma unroll
     for (int k = 0; k < kMmvDim; ++k)
