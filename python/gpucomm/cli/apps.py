@@ -258,6 +258,7 @@ def cmd_energy(args) -> int:
     print(f"[energy] {step_us:.2f} us per step: {iters} steps per run", flush=True)
     repeats, raw = [], []
     with energy.Sampler(nvml) as sampler:
+        time.sleep(args.cooldown)  # the GPU stays in a higher power state for a second after a run
         idle = [(time.time_ns(), 0)]
         time.sleep(args.idle_seconds)
         idle[0] = (idle[0][0], time.time_ns())
