@@ -106,9 +106,11 @@ uint64_t ap_wrong_cells(const ApReference& ref, int rank, const double* e, const
 
 double ap_e_sum(const double* e, uint64_t n) {
   double s = 0;
-  for (uint64_t k = 1; k <= n; ++k)
-    for (uint64_t j = 1; j <= n; ++j)
+  for (uint64_t k = 1; k <= n; ++k) {
+    for (uint64_t j = 1; j <= n; ++j) {
       for (uint64_t i = 1; i <= n; ++i) s += e[ap_index(n, i, j, k)];
+    }
+  }
   return s;
 }
 
