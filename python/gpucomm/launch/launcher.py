@@ -107,7 +107,9 @@ def launch(opts: LaunchOptions) -> int:
                 theirs.close()  # the PE holds it now; the launcher keeps only its own end
                 streams[-1].started()
             pes.append(Pe(rank, p, ours))
-    except BaseException:
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):  # Ctrl-C while the PEs were being started
+            log(f"interrupted by the user (SIGINT); stopping {len(pes)} PE(s)")
         for pe in pes:
             signal_group(pe.proc, signal.SIGKILL)
             if pe.lifeline is not None:
@@ -122,5 +124,8 @@ def launch(opts: LaunchOptions) -> int:
     try:
         return Supervisor(pes, opts.kill_grace, opts.timeout).run()
     finally:
-        for t in pumps:
-            t.join(timeout=5)
+        try:
+            for t in pumps:
+                t.join(timeout=5)
+        except KeyboardInterrupt:  # another Ctrl-C while the last output drains: the job is over
+            pass

@@ -122,6 +122,7 @@ class Supervisor:
         self.term_sent_at: float | None = None
         self.killed: set[int] = set()  # ranks the launcher stopped
         self.signals: list[int] = []
+        self.running_at_signal = 0  # PEs running when the first signal came
         self.poller = select.poll()
         self.by_fd: dict[int, tuple[str, Pe]] = {}
         for pe in pes:
@@ -251,8 +252,12 @@ class Supervisor:
 
     def on_signal(self, signum, _frame) -> None:
         self.signals.append(signum)
+        if len(self.signals) == 1:
+            self.running_at_signal = len(self.running())
+        # The first signal is passed on (a PE may clean up); a second one stops the job at once.
+        sig = signum if len(self.signals) == 1 else signal.SIGKILL
         for pe in self.running():
-            signal_group(pe.proc, signum)
+            signal_group(pe.proc, sig)
 
     # ---- the loop ----
     def run(self) -> int:
@@ -270,6 +275,14 @@ class Supervisor:
                     if kind == "line":
                         self.read_lines(pe)
                 self.sweep_exits(now)
+                # Before the exits are judged: PEs that the forwarded signal ended did not fail.
+                if self.signals and self.failure is None:
+                    sig = self.signals[0]
+                    name = signal.Signals(sig).name
+                    why = f"interrupted by the user ({name})" if sig == signal.SIGINT else f"received {name}"
+                    # Not a PE's failure: what the PEs report or how they exit from here on is not news.
+                    log(f"{why}; stopping {self.running_at_signal} PE(s)")
+                    self.failure = Failure(-1, f"gpucomm run {why}", 128 + sig, now)
                 if not self.running():
                     self.notice_failure(now)
                     break
@@ -277,9 +290,6 @@ class Supervisor:
                     ranks = [pe.rank for pe in self.running()]
                     log(f"job ran past --timeout {self.timeout:g} s; stopping {len(ranks)} PE(s): ranks {ranks}")
                     self.failure = Failure(-1, "the job ran past --timeout", 124, now - self.kill_grace)
-                if self.signals and self.failure is None:
-                    sig = self.signals[0]
-                    self.failure = Failure(-1, f"gpucomm run received {signal.Signals(sig).name}", 128 + sig, now)
                 self.notice_failure(now)
                 self.relay(now)
                 self.stop_stragglers(now)
