@@ -99,3 +99,21 @@ def test_ctrl_c_is_reported_as_the_users_interrupt(gpucomm_env, on_sigint):
         kill_leftovers(job.ours())
         if job.proc.poll() is None:
             job.proc.kill()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_no_process_outlives_a_killed_launcher_behind_a_wrapper(gpucomm_env, sig):
+    # `sh -c` forks `sleep` (the `; true` keeps sh from exec'ing it): the PE's child, not the launcher's.
+    # The marker is in sh's arguments and in sleep's (the seconds' fraction).
+    marker = f"60.{secrets.randbelow(10**12):012d}"
+    job = Job(gpucomm_env, 2, ["sh", "-c", 'echo ready; sleep "$1"; true', "sh", marker], marker)
+    try:
+        job.wait_ready(2)
+        assert wait_for(lambda: len(job.ours()) >= 4, 10), f"expected 2 sh and 2 sleep: {job.ours()}"
+        os.kill(job.proc.pid, sig)
+        job.finish()
+        assert wait_for(lambda: not job.ours(), 5), f"processes left after {sig.name}: {job.ours()}"
+    finally:
+        kill_leftovers(job.ours())
+        if job.proc.poll() is None:
+            job.proc.kill()
