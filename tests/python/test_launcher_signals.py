@@ -117,3 +117,21 @@ def test_no_process_outlives_a_killed_launcher_behind_a_wrapper(gpucomm_env, sig
         kill_leftovers(job.ours())
         if job.proc.poll() is None:
             job.proc.kill()
+
+
+def test_ctrl_c_of_gpucomm_pes_names_no_rank(gpucomm_env, pe_program):
+    # Rank 0 waits for a signal nobody sends, the others wait in a barrier: a PE that sees another
+    # die of the forwarded SIGINT reports a failure, which must not be taken for the job's cause.
+    env = {**gpucomm_env, "GPUCOMM_DEVICE": "host", "GPUCOMM_TIMEOUT": "60"}
+    marker = "wait-timeout"
+    job = Job(env, 4, [pe_program, marker], marker, "--kill-grace", "1")
+    try:
+        time.sleep(1.0)  # bootstrap done, the PEs waiting
+        os.kill(job.proc.pid, signal.SIGINT)
+        code, err = job.finish()
+        launcher_lines = [l for l in err.splitlines() if l.startswith("gpucomm run:")]
+        assert code == 130, err
+        assert launcher_lines == ["gpucomm run: interrupted by the user (SIGINT); stopping 4 PE(s)"], err
+    finally:
+        if job.proc.poll() is None:
+            job.proc.kill()
