@@ -24,9 +24,10 @@ def register(sub) -> None:
                     "and tells the others, which get --kill-grace seconds to exit (a stopped PE is killed at "
                     "once), then are stopped. The exit code is the status of the PE that failed first (its "
                     "exit code, or 128+N when signal N killed it), 124 when --timeout stopped the job, 128+N "
-                    "when gpucomm run received signal N, 0 when every PE succeeded; 2 for a usage error, 126 "
-                    "for a PROGRAM that is not executable, 127 for one that is not found. The PEs' output is "
-                    "passed on whole lines at a time, so lines of different PEs never mix.")
+                    "when gpucomm run received signal N (passed on to the PEs; a second one kills them; Ctrl-C "
+                    "is reported as the user's interrupt, exit code 130), 0 when every PE succeeded; 2 for a "
+                    "usage error, 126 for a PROGRAM that is not executable, 127 for one that is not found. The "
+                    "PEs' output is passed on whole lines at a time, so lines of different PEs never mix.")
     p.add_argument("-n", "--np", dest="nprocs", type=_args.positive_int, required=True, metavar="N",
                    help="number of PEs (at least 1)")
     p.add_argument("--tag-output", action="store_true", help="prefix every output line with [rank]")

@@ -4,7 +4,10 @@ It starts N PEs of one program on this host, hands each its rank and the job's u
 inherits the store's listening socket, so the port cannot be taken in between) and a lifeline,
 assigns GPUs round robin, optionally prefixes output lines with the rank, forwards
 SIGINT/SIGTERM, and, when one PE fails, names it, tells the others and gives them a grace period
-to exit on their own before stopping them (supervisor.py): no orphaned process, no hang. The PEs'
+to exit on their own before stopping them (supervisor.py): no orphaned process, no hang. Every PE
+runs in its own process group, which the launcher kills as a whole when the job ends; a watchdog
+process kills those groups if the launcher dies without doing it (SIGKILL), so that what a PE
+started behind a wrapper (`sh -c ...`) does not outlive the job either. The PEs'
 output is passed on line by line (launch/output.py).
 """
 from __future__ import annotations
@@ -18,7 +21,7 @@ import socket
 import subprocess
 
 from . import output
-from .supervisor import Pe, Supervisor, log, make_lifeline, signal_group
+from .supervisor import Pe, Supervisor, Watchdog, log, make_lifeline, signal_group
 
 
 @dataclasses.dataclass
@@ -37,12 +40,20 @@ class LaunchOptions:
 
 def _die_with_parent() -> None:
     # Runs in the child before exec: if the launcher dies (even by SIGKILL), the child gets
-    # SIGKILL. PEs behind a wrapper are not its children: their lifeline covers them.
+    # SIGKILL. What the child starts (PEs behind a wrapper) does not inherit it: their lifeline
+    # and the watchdog, which kills the child's whole process group, cover them.
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except OSError:
         pass
+
+
+def _child_setup(watchdog: Watchdog):
+    def setup() -> None:
+        _die_with_parent()
+        watchdog.register_self()
+    return setup
 
 
 def _device_list(spec: str) -> list[int]:
@@ -65,7 +76,17 @@ def launch(opts: LaunchOptions) -> int:
     if not opts.command:
         raise ValueError("no program given: gpucomm run -n N [--] PROGRAM [ARGS...]")
     devices = _device_list(opts.gpus)
+    watchdog = Watchdog()
+    stopped = False  # the supervisor stopped every PE's group itself; on any other way out the watchdog does
+    try:
+        code = _launch(opts, devices, watchdog)
+        stopped = True
+        return code
+    finally:
+        watchdog.close(stopped)
 
+
+def _launch(opts: LaunchOptions, devices: list[int], watchdog: Watchdog) -> int:
     listener = socket.create_server((opts.bind, 0), backlog=max(128, opts.nprocs * 2))
     port = listener.getsockname()[1]
     host = listener.getsockname()[0]
@@ -96,7 +117,8 @@ def launch(opts: LaunchOptions) -> int:
             streams.append(output.pe_streams(mode, rank))
             try:
                 p = subprocess.Popen(opts.command, env=env, pass_fds=pass_fds, stdout=streams[-1].stdout,
-                                     stderr=streams[-1].stderr, start_new_session=True, preexec_fn=_die_with_parent)
+                                     stderr=streams[-1].stderr, start_new_session=True,
+                                     preexec_fn=_child_setup(watchdog))
             except FileNotFoundError:
                 ours.close()
                 raise FileNotFoundError(f"program not found: {opts.command[0]}") from None
@@ -107,7 +129,9 @@ def launch(opts: LaunchOptions) -> int:
                 theirs.close()  # the PE holds it now; the launcher keeps only its own end
                 streams[-1].started()
             pes.append(Pe(rank, p, ours))
-    except BaseException:
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):  # Ctrl-C while the PEs were being started
+            log(f"interrupted by the user (SIGINT); stopping {len(pes)} PE(s)")
         for pe in pes:
             signal_group(pe.proc, signal.SIGKILL)
             if pe.lifeline is not None:
@@ -122,5 +146,8 @@ def launch(opts: LaunchOptions) -> int:
     try:
         return Supervisor(pes, opts.kill_grace, opts.timeout).run()
     finally:
-        for t in pumps:
-            t.join(timeout=5)
+        try:
+            for t in pumps:
+                t.join(timeout=5)
+        except KeyboardInterrupt:  # another Ctrl-C while the last output drains: the job is over
+            pass

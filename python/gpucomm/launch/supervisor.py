@@ -86,6 +86,74 @@ def signal_group(p: subprocess.Popen, sig: int) -> None:
         pass
 
 
+# The watchdog: a small process in its own session that learns every PE's process group (one pid
+# a line on its stdin, written by each PE between fork and exec). When its stdin reaches EOF without
+# "end" (the launcher died, even by SIGKILL, before it could stop the PEs), it kills those groups:
+# PDEATHSIG reaches only a PE's own process, not what it started behind a wrapper (`sh -c ...`).
+_WATCHDOG = """
+import os, signal, sys
+for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    signal.signal(s, signal.SIG_IGN)
+groups, buf = set(), b""
+while True:
+    data = os.read(0, 4096)
+    if not data:
+        break
+    buf += data
+    *lines, buf = buf.split(b"\\n")
+    for line in lines:
+        if line == b"end":
+            sys.exit(0)
+        if line.isdigit():
+            groups.add(int(line))
+for g in groups:
+    try:
+        os.killpg(g, signal.SIGKILL)
+    except OSError:
+        pass
+"""
+
+
+class Watchdog:
+    """Kills the PEs' process groups if the launcher dies without doing it (see _WATCHDOG)."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen | None = None
+        self.fd = -1
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", _WATCHDOG], stdin=subprocess.PIPE,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                         start_new_session=True)
+            self.fd = self.proc.stdin.fileno()
+        except OSError as exc:  # e.g. an embedded interpreter without sys.executable: PDEATHSIG alone
+            log(f"warning: no watchdog ({exc}); a PE's children may outlive a killed launcher")
+
+    def register_self(self) -> None:
+        """In a PE between fork and exec: its pid is its process group's id (start_new_session)."""
+        if self.fd < 0:
+            return
+        try:
+            os.write(self.fd, b"%d\n" % os.getpid())
+        except OSError:
+            pass
+
+    def close(self, stopped: bool) -> None:
+        """`stopped`: the launcher stopped every PE's group itself; else the watchdog kills them."""
+        if self.proc is None:
+            return
+        try:
+            if stopped:
+                os.write(self.fd, b"end\n")
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
 def stopped_groups(pgids: set[int]) -> set[int]:
     """Those of `pgids` with a process stopped by a signal (state T): it cannot exit by itself.
 
@@ -122,6 +190,7 @@ class Supervisor:
         self.term_sent_at: float | None = None
         self.killed: set[int] = set()  # ranks the launcher stopped
         self.signals: list[int] = []
+        self.running_at_signal = 0  # PEs running when the first signal came
         self.poller = select.poll()
         self.by_fd: dict[int, tuple[str, Pe]] = {}
         for pe in pes:
@@ -251,8 +320,12 @@ class Supervisor:
 
     def on_signal(self, signum, _frame) -> None:
         self.signals.append(signum)
+        if len(self.signals) == 1:
+            self.running_at_signal = len(self.running())
+        # The first signal is passed on (a PE may clean up); a second one stops the job at once.
+        sig = signum if len(self.signals) == 1 else signal.SIGKILL
         for pe in self.running():
-            signal_group(pe.proc, signum)
+            signal_group(pe.proc, sig)
 
     # ---- the loop ----
     def run(self) -> int:
@@ -270,6 +343,14 @@ class Supervisor:
                     if kind == "line":
                         self.read_lines(pe)
                 self.sweep_exits(now)
+                # Before the exits are judged: PEs that the forwarded signal ended did not fail.
+                if self.signals and self.failure is None:
+                    sig = self.signals[0]
+                    name = signal.Signals(sig).name
+                    why = f"interrupted by the user ({name})" if sig == signal.SIGINT else f"received {name}"
+                    # Not a PE's failure: what the PEs report or how they exit from here on is not news.
+                    log(f"{why}; stopping {self.running_at_signal} PE(s)")
+                    self.failure = Failure(-1, f"gpucomm run {why}", 128 + sig, now)
                 if not self.running():
                     self.notice_failure(now)
                     break
@@ -277,9 +358,6 @@ class Supervisor:
                     ranks = [pe.rank for pe in self.running()]
                     log(f"job ran past --timeout {self.timeout:g} s; stopping {len(ranks)} PE(s): ranks {ranks}")
                     self.failure = Failure(-1, "the job ran past --timeout", 124, now - self.kill_grace)
-                if self.signals and self.failure is None:
-                    sig = self.signals[0]
-                    self.failure = Failure(-1, f"gpucomm run received {signal.Signals(sig).name}", 128 + sig, now)
                 self.notice_failure(now)
                 self.relay(now)
                 self.stop_stragglers(now)
