@@ -68,8 +68,7 @@ double copy_bandwidth(size_t bytes, cudaStream_t stream) {
 
 RunResult aliev_panfilov_gpu(Runtime& rt, Model model, const RunConfig& cfg) {
   if (model != Model::patterns && model != Model::cpu) {
-    raise(Errc::unsupported, "aliev_panfilov",
-          std::string("model '") + model_name(model) + "' is not available on GPU PEs (gpucomm apps list)");
+    raise_unavailable("aliev_panfilov", model, true);
   }
   const uint64_t n = cfg.size, w = n + 2, plane = w * w, points = w * w * w;
   const size_t field_bytes = points * sizeof(double), plane_bytes = plane * sizeof(double);

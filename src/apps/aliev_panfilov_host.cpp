@@ -71,8 +71,7 @@ RunResult timed_loop(HostPart& p, Model model, const RunConfig& cfg, const std::
 
 RunResult aliev_panfilov_host(Runtime& rt, Model model, const RunConfig& cfg) {
   if (model != Model::patterns && model != Model::cpu) {
-    raise(Errc::unsupported, "aliev_panfilov",
-          std::string("model '") + model_name(model) + "' is not available on host-memory PEs (gpucomm apps list)");
+    raise_unavailable("aliev_panfilov", model, false);
   }
   HostPart p(rt, cfg.size);
   if (model == Model::patterns) {

@@ -324,6 +324,12 @@ const char* model_name(Model m) {
   return "?";
 }
 
+void raise_unavailable(const char* app, Model m, bool gpu) {
+  raise(Errc::unsupported, app,
+        std::string("model '") + model_name(m) + "' is not available on " + (gpu ? "GPU PEs" : "host-memory PEs") +
+            " (gpucomm apps list)");
+}
+
 std::optional<Model> parse_model(std::string_view name) {
   for (Model m : kAllModels)
     if (name == model_name(m)) return m;

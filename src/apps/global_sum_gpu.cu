@@ -92,8 +92,7 @@ __global__ void k_collective(const double* x, uint64_t n, ReduceScratch s, doubl
 
 RunResult global_sum_gpu(Runtime& rt, Model model, const RunConfig& cfg) {
   if (model != Model::loadstore && model != Model::putget && model != Model::collective && model != Model::cpu) {
-    raise(Errc::unsupported, "global_sum",
-          std::string("model '") + model_name(model) + "' is not available on GPU PEs (gpucomm apps list)");
+    raise_unavailable("global_sum", model, true);
   }
   GPUCOMM_CUDA_CHECK(cudaSetDevice(rt.device_id()));
   auto stream = reinterpret_cast<cudaStream_t>(rt.stream());

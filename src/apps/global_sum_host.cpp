@@ -178,8 +178,7 @@ RunResult global_sum_host(Runtime& rt, Model model, const RunConfig& cfg) {
     default:
       break;
   }
-  raise(Errc::unsupported, "global_sum",
-        std::string("model '") + model_name(model) + "' is not available on host-memory PEs (gpucomm apps list)");
+  raise_unavailable("global_sum", model, false);
 }
 
 }  // namespace gpucomm::apps

@@ -154,8 +154,7 @@ unsigned resident_blocks(int dev) {
 
 RunResult jacobi2d_gpu(Runtime& rt, Model model, const RunConfig& cfg) {
   if (model != Model::loadstore && model != Model::putget && model != Model::cpu) {
-    raise(Errc::unsupported, "jacobi2d",
-          std::string("model '") + model_name(model) + "' is not available on GPU PEs (gpucomm apps list)");
+    raise_unavailable("jacobi2d", model, true);
   }
   GPUCOMM_CUDA_CHECK(cudaSetDevice(rt.device_id()));
   auto stream = reinterpret_cast<cudaStream_t>(rt.stream());

@@ -214,8 +214,7 @@ RunResult jacobi2d_host(Runtime& rt, Model model, const RunConfig& cfg) {
     default:
       break;
   }
-  raise(Errc::unsupported, "jacobi2d",
-        std::string("model '") + model_name(model) + "' is not available on host-memory PEs (gpucomm apps list)");
+  raise_unavailable("jacobi2d", model, false);
 }
 
 }  // namespace gpucomm::apps

@@ -235,8 +235,7 @@ void wait_blocks(const Buffers& buf, uint64_t batch, int rank) {
 RunResult mmv_gpu(Runtime& rt, Model model, const RunConfig& cfg) {
   const bool persistent = model == Model::loadstore || model == Model::putget;
   if (!persistent && model != Model::cpu && model != Model::cpu_graph) {
-    raise(Errc::unsupported, "mmv",
-          std::string("model '") + model_name(model) + "' is not available on GPU PEs (gpucomm apps list)");
+    raise_unavailable("mmv", model, true);
   }
   if (rt.pe_kind() != PeKind::gpu) raise(Errc::unsupported, "mmv", "needs GPU PEs (a kernel to keep or relaunch)");
   const uint64_t vectors = mmv_vectors(cfg.size);

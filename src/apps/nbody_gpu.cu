@@ -122,8 +122,7 @@ void launch_persistent(Model model, unsigned blocks, cudaStream_t stream, Part p
 
 RunResult nbody_gpu(Runtime& rt, Model model, const RunConfig& cfg) {
   if (model != Model::loadstore && model != Model::putget && model != Model::cpu) {
-    raise(Errc::unsupported, "nbody",
-          std::string("model '") + model_name(model) + "' is not available on GPU PEs (gpucomm apps list)");
+    raise_unavailable("nbody", model, true);
   }
   GPUCOMM_CUDA_CHECK(cudaSetDevice(rt.device_id()));
   auto stream = reinterpret_cast<cudaStream_t>(rt.stream());

@@ -176,8 +176,7 @@ RunResult nbody_host(Runtime& rt, Model model, const RunConfig& cfg) {
     default:
       break;
   }
-  raise(Errc::unsupported, "nbody",
-        std::string("model '") + model_name(model) + "' is not available on host-memory PEs (gpucomm apps list)");
+  raise_unavailable("nbody", model, false);
 }
 
 }  // namespace gpucomm::apps

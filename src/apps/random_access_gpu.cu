@@ -249,8 +249,7 @@ RunResult run_model(Runtime& rt, Model model, const RunConfig& cfg) {
 
 RunResult random_access_gpu(Runtime& rt, Model model, const RunConfig& cfg) {
   if (model == Model::loadstore || model == Model::putget || model == Model::cpu) return run_model(rt, model, cfg);
-  raise(Errc::unsupported, "random_access",
-        std::string("model '") + model_name(model) + "' is not available on GPU PEs (gpucomm apps list)");
+  raise_unavailable("random_access", model, true);
 }
 
 }  // namespace gpucomm::apps

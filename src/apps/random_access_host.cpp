@@ -411,8 +411,7 @@ RunResult random_access_host(Runtime& rt, Model model, const RunConfig& cfg) {
     default:
       break;
   }
-  raise(Errc::unsupported, "random_access",
-        std::string("model '") + model_name(model) + "' is not available on host-memory PEs (gpucomm apps list)");
+  raise_unavailable("random_access", model, false);
 }
 
 }  // namespace gpucomm::apps

@@ -18,6 +18,9 @@ inline constexpr Model kAllModels[] = {Model::loadstore, Model::putget,  Model::
                                        Model::cpu_graph, Model::patterns};
 
 const char* model_name(Model m);
+// Raises Errc::unsupported: application `app` has no model `m` on GPU PEs (`gpu`) or on
+// host-memory PEs. The applications' entry points call it for a model the catalog does not offer.
+[[noreturn]] void raise_unavailable(const char* app, Model m, bool gpu);
 std::optional<Model> parse_model(std::string_view name);
 
 // Whether an application has a model on one kind of PE.
