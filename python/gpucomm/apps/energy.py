@@ -6,6 +6,7 @@ The functions here are pure (samples in, numbers out) so that the method is test
 `measure` drives them with the real counters."""
 from __future__ import annotations
 
+import bisect
 import statistics
 import threading
 import time
@@ -46,30 +47,28 @@ def changes_only(trace: Trace) -> Trace:
     return out
 
 
+def _interpolate(ts: list[int], vs: list[int], t_ns: int, gpu: int) -> float:
+    """The counter at t_ns, linear between the surrounding steps (ts, vs: Trace.steps)."""
+    if not ts or t_ns < ts[0] or t_ns > ts[-1]:
+        raise ValueError(f"time {t_ns} outside the sampled span of GPU {gpu}")
+    k = max(1, bisect.bisect_left(ts, t_ns))
+    if k == len(ts):
+        return float(vs[-1])
+    span = ts[k] - ts[k - 1]
+    frac = (t_ns - ts[k - 1]) / span if span else 1.0
+    return vs[k - 1] + frac * (vs[k] - vs[k - 1])
+
+
 def counter_at(trace: Trace, gpu: int, t_ns: int) -> float:
     """GPU `gpu`'s counter (mJ) at time t_ns, linear between the surrounding steps; raises ValueError
     outside the sampled span."""
     ts, vs = trace.steps(gpu)
-    if not ts or t_ns < ts[0] or t_ns > ts[-1]:
-        raise ValueError(f"time {t_ns} outside the sampled span of GPU {gpu}")
-    for k in range(1, len(ts)):
-        if t_ns <= ts[k]:
-            span = ts[k] - ts[k - 1]
-            frac = (t_ns - ts[k - 1]) / span if span else 1.0
-            return vs[k - 1] + frac * (vs[k] - vs[k - 1])
-    return float(vs[-1])
+    return _interpolate(ts, vs, t_ns, gpu)
 
 
 def window_joules(trace: Trace, gpu: int, t0_ns: int, t1_ns: int) -> float:
-    return (counter_at(trace, gpu, t1_ns) - counter_at(trace, gpu, t0_ns)) / 1000.0
-
-
-def mean_watts(trace: Trace, gpu: int) -> float:
-    """The average power of `gpu` over the whole trace (the idle baseline)."""
     ts, vs = trace.steps(gpu)
-    if len(ts) < 2 or ts[-1] == ts[0]:
-        raise ValueError(f"GPU {gpu}: too few samples for an average power")
-    return (vs[-1] - vs[0]) / 1000.0 / ((ts[-1] - ts[0]) / 1e9)
+    return (_interpolate(ts, vs, t1_ns, gpu) - _interpolate(ts, vs, t0_ns, gpu)) / 1000.0
 
 
 def power_series(trace: Trace, gpu: int, bin_s: float = 0.1) -> tuple[list[float], list[float]]:
@@ -77,12 +76,13 @@ def power_series(trace: Trace, gpu: int, bin_s: float = 0.1) -> tuple[list[float
     first sample in s, watts)."""
     if not trace.t_ns:
         return [], []
+    ts, vs = trace.steps(gpu)  # once, not per bin
     t0, xs, ys = trace.t_ns[0], [], []
     edge = t0
     end = trace.t_ns[-1]
     step = int(bin_s * 1e9)
     while edge + step <= end:
-        j = window_joules(trace, gpu, edge, edge + step)
+        j = (_interpolate(ts, vs, edge + step, gpu) - _interpolate(ts, vs, edge, gpu)) / 1000.0
         xs.append((edge + step / 2 - t0) / 1e9)
         ys.append(j / bin_s)
         edge += step
