@@ -323,6 +323,54 @@ void bind_comm(nb::module_& m) {
           },
           "buf"_a, "message"_a, "Receives the message mprobe/improbe took.")
       .def(
+          "imrecv",
+          [](PyComm& c, nb::handle buf, PyMessage& pm, std::optional<msg::Event> ev) {
+            return start(buf, "Comm.imrecv",
+                         [&](const ArrayRef& a) { return c.c().imrecv(a.data, a.nbytes, pm.m, ev ? &*ev : nullptr); });
+          },
+          "buf"_a, "message"_a, "event"_a = nb::none(), "Starts receiving the message mprobe/improbe took.")
+      .def(
+          "sendrecv",
+          [](PyComm& c, nb::handle send_buf, int dest, int send_tag, nb::handle recv_buf, int source, int recv_tag) {
+            const ArrayRef out = array_ref(send_buf, "Comm.sendrecv", "send_buf");
+            const ArrayRef in = array_ref(recv_buf, "Comm.sendrecv", "recv_buf");
+            gpucomm::py::wait_for_producers({send_buf, recv_buf});
+            msg::Comm& comm = c.c();
+            gpucomm::python::Unlocked unlocked;
+            return comm.sendrecv(out.data, out.nbytes, dest, send_tag, in.data, in.nbytes, source, recv_tag);
+          },
+          "send_buf"_a, "dest"_a, "send_tag"_a, "recv_buf"_a, "source"_a = msg::kAnySource,
+          "recv_tag"_a = msg::kAnyTag,
+          "Sends send_buf and receives into recv_buf at once (no deadlock between two ranks that both call it); "
+          "returns the receive's Status.")
+      .def(
+          "dup",
+          [](PyComm& c) {
+            msg::Comm& comm = c.c();
+            msg::Comm made;
+            {
+              gpucomm::python::Unlocked unlocked;
+              made = comm.dup();
+            }
+            return adopt(c.owner, std::move(made));
+          },
+          "A new communicator with the same team and options (collective over the team).")
+      .def(
+          "split",
+          [](PyComm& c, int color, int key) -> std::optional<PyComm> {
+            msg::Comm& comm = c.c();
+            msg::Comm made;
+            {
+              gpucomm::python::Unlocked unlocked;
+              made = comm.split(color, key);
+            }
+            if (!made.valid()) return std::nullopt;
+            return adopt(c.owner, std::move(made));
+          },
+          "color"_a, "key"_a = 0,
+          "Collective over the team: ranks with the same color form a communicator (ordered by key, then rank); a "
+          "negative color returns None.")
+      .def(
           "send_on_stream",
           [](PyComm& c, nb::handle buf, int dest, int tag, nb::handle stream) {
             const ArrayRef a = array_ref(buf, "Comm.send_on_stream", "buf");
@@ -459,6 +507,69 @@ void bind_messenger(nb::module_& m) {
             return {i, st};
           },
           "requests"_a, "(index, Status) of a completed request, or (-1, None) when every request is null.")
+      .def(
+          "testall",
+          [](PyMessenger& self, const std::vector<PyRequest*>& rs) -> std::optional<std::vector<msg::Status>> {
+            msg::Messenger& mm = self.get("testall");
+            std::vector<msg::Request> raw;
+            raw.reserve(rs.size());
+            for (PyRequest* r : rs) raw.push_back(r->r);
+            std::vector<msg::Status> st(rs.size());
+            const bool all = mm.testall(raw, st);
+            for (size_t i = 0; i < rs.size(); ++i) {
+              rs[i]->r = raw[i];
+              if (raw[i].null()) rs[i]->keep = nb::object();
+            }
+            if (!all) return std::nullopt;
+            return st;
+          },
+          "requests"_a,
+          "Their Statuses in order when every request completed, else None (those that completed are null).")
+      .def(
+          "testany",
+          [](PyMessenger& self, const std::vector<PyRequest*>& rs) -> std::optional<std::pair<int, msg::Status>> {
+            msg::Messenger& mm = self.get("testany");
+            std::vector<msg::Request> raw;
+            raw.reserve(rs.size());
+            for (PyRequest* r : rs) raw.push_back(r->r);
+            msg::Status st{};
+            int i = -1;
+            if (!mm.testany(raw, &i, &st)) return std::nullopt;
+            if (i >= 0) {
+              rs[static_cast<size_t>(i)]->r = raw[static_cast<size_t>(i)];
+              rs[static_cast<size_t>(i)]->keep = nb::object();
+            }
+            return std::make_pair(i, st);
+          },
+          "requests"_a,
+          "(index, Status) of a request that completed, (-1, Status()) when every request is null, None when none "
+          "completed yet.")
+      .def(
+          "waitsome",
+          [](PyMessenger& self, const std::vector<PyRequest*>& rs) {
+            msg::Messenger& mm = self.get("waitsome");
+            std::vector<msg::Request> raw;
+            raw.reserve(rs.size());
+            for (PyRequest* r : rs) raw.push_back(r->r);
+            std::vector<int> idx(rs.size());
+            std::vector<msg::Status> st(rs.size());
+            int n = 0;
+            {
+              gpucomm::python::Unlocked unlocked;
+              n = mm.waitsome(raw, idx, st);
+            }
+            std::vector<std::pair<int, msg::Status>> out;
+            for (int k = 0; k < n; ++k) {
+              const auto i = static_cast<size_t>(idx[static_cast<size_t>(k)]);
+              rs[i]->r = raw[i];
+              rs[i]->keep = nb::object();
+              out.emplace_back(static_cast<int>(i), st[static_cast<size_t>(k)]);
+            }
+            return out;
+          },
+          "requests"_a,
+          "Waits until at least one request completed; [(index, Status)] of those that did ([] when every request "
+          "is null).")
       .def(
           "cancel", [](PyMessenger& self, const PyRequest& r) { self.get("cancel").cancel(r.r); }, "request"_a,
           "Cancels a receive that has not matched (wait then reports error 'cancelled').")

@@ -15,6 +15,8 @@ python3 -m gpucomm apps run mmv -n 1 --size sweep --warmup 20 --iters 500 --json
 # 258^3 fp64 buffers of E need a 1 GB symmetric heap).
 GPUCOMM_HEAP_SIZE=1G python3 -m gpucomm apps run aliev_panfilov -n 1 --model patterns,cpu --size 256 --warmup 5 --iters 30 \
   --json "$raw/apps-aliev.json"
+# Himeno at 160^3 per PE (the point count of the benchmark's M grid, 129 x 129 x 257; one PE).
+python3 -m gpucomm apps run himeno -n 1 --model patterns,cpu --size 160 --warmup 5 --iters 30 --json "$raw/apps-himeno.json"
 # The energy method on one application and model (3 runs of 10 s, idle before and after).
 python3 -m gpucomm apps energy global_sum --model loadstore --size 16M -n 1 \
   --json "$raw/apps-energy.json" --plot "$raw/apps-energy.png"

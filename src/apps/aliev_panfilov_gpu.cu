@@ -30,8 +30,9 @@ namespace {
 
 using apps::device::kApBlockX;
 using apps::device::kApBlockY;
+using apps::device::kApMinBlocksPerSm;
 
-__global__ void __launch_bounds__(kApBlockX* kApBlockY)
+__global__ void __launch_bounds__(kApBlockX* kApBlockY, kApMinBlocksPerSm)
     k_ap_step(const double* __restrict__ prev, double* __restrict__ e_out, double* __restrict__ r, uint64_t n) {
   apps::device::ap_step_columns(prev, e_out, r, n);
 }

@@ -11,6 +11,7 @@
 #include "gpucomm/apps/aliev_panfilov.hpp"
 #include "gpucomm/apps/catalog.hpp"
 #include "gpucomm/apps/global_sum.hpp"
+#include "gpucomm/apps/himeno.hpp"
 #include "gpucomm/apps/jacobi2d.hpp"
 #include "gpucomm/apps/mmv.hpp"
 #include "gpucomm/apps/nbody.hpp"
@@ -129,6 +130,17 @@ AppFns app_fns(const std::string& name) {
                            "and the step kernel); a step takes the slowest PE's time"
                          : "wall clock of the ghost planes' exchange and the update after a barrier; a step takes the "
                            "slowest PE's time";
+            }};
+  }
+  if (name == "himeno") {
+    return {himeno_host, himeno_gpu,
+            [](int pes, const RunConfig& c) { return himeno_reference(pes, c.size, c.warmup + c.iters).gosa.back(); },
+            [](bool gpu) -> std::string {
+              return gpu ? "CUDA events between consecutive iterations on the runtime's stream (the ghost planes' "
+                           "exchange, the iteration kernel and gosa's allreduce); a step (one iteration) takes the "
+                           "slowest PE's time"
+                         : "wall clock of the ghost planes' exchange, the update and gosa's allreduce after a barrier; "
+                           "a step (one iteration) takes the slowest PE's time";
             }};
   }
   if (name == "random_access") {

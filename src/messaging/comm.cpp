@@ -317,6 +317,47 @@ Request Comm::irecv(void* buf, size_t bytes, int source, int tag, const Event* e
   return Request{r.id, r.stamp};
 }
 
+Status Comm::sendrecv(const void* send_buf, size_t send_bytes, int dest, int send_tag, void* recv_buf,
+                      size_t recv_bytes, int source, int recv_tag) {
+  gpucomm::detail::NvtxRange nvtx_range("gpucomm::msg::sendrecv");
+  Messenger& mm = messenger();
+  Request r = irecv(recv_buf, recv_bytes, source, recv_tag);
+  Request w{};
+  try {
+    w = isend(send_buf, send_bytes, dest, send_tag);
+  } catch (...) {
+    mm.cancel(r);  // the send was refused: take the receive back before reporting it
+    (void)mm.wait(r);
+    throw;
+  }
+  (void)mm.wait(w);
+  return mm.wait(r);
+}
+
+namespace {
+
+CommOptions options_of(const Comm::State& s) {
+  CommOptions o;
+  o.mode = s.mode;
+  o.allow_overtaking = (s.flags & kCommAllowOvertaking) != 0;
+  o.errors_return = (s.flags & kCommErrorsReturn) != 0;
+  return o;
+}
+
+}  // namespace
+
+Comm Comm::dup() const {
+  const State& s = st();
+  return s.m->create(s.team, options_of(s));
+}
+
+Comm Comm::split(int color, int key) const {
+  const State& s = st();
+  const Team part = s.m->runtime().split(s.team, color, key);  // collective over the team
+  if (!part.valid()) return Comm{};
+  return s.m->create(part, options_of(s));
+}
+
 Status Comm::recv(void* buf, size_t bytes, int source, int tag) {
   gpucomm::detail::NvtxRange nvtx_range("gpucomm::msg::recv");
   State& s = st();

@@ -349,6 +349,46 @@ bool Messenger::testall(std::span<Request> rs, std::span<Status> statuses) {
   return all;
 }
 
+bool Messenger::testany(std::span<Request> rs, int* index, Status* status) {
+  GPUCOMM_CHECK_ARG(index != nullptr, "msg::testany", "index", "must not be null");
+  *index = -1;
+  bool any = false;
+  for (size_t k = 0; k < rs.size(); ++k) {
+    if (rs[k].null()) continue;
+    any = true;
+    if (test(rs[k], status)) {
+      *index = static_cast<int>(k);
+      return true;
+    }
+  }
+  return !any;
+}
+
+int Messenger::waitsome(std::span<Request> rs, std::span<int> indices, std::span<Status> statuses) {
+  const char* op = "msg::waitsome";
+  GPUCOMM_CHECK_ARG(indices.size() >= rs.size(), op, "indices", "must be as long as the requests");
+  GPUCOMM_CHECK_ARG(statuses.empty() || statuses.size() >= rs.size(), op, "statuses",
+                    "must be empty or as long as the requests");
+  Status st{};
+  const int first = waitany(rs, &st);  // blocks (with the timeout diagnostic) until one completed
+  if (first < 0) return -1;
+  int n = 0;
+  auto record = [&](size_t k, const Status& s) {
+    indices[static_cast<size_t>(n)] = static_cast<int>(k);
+    if (!statuses.empty()) statuses[static_cast<size_t>(n)] = s;
+    ++n;
+  };
+  for (size_t k = 0; k < rs.size(); ++k) {
+    if (static_cast<int>(k) == first) {
+      record(k, st);
+    } else if (!rs[k].null()) {
+      Status other{};
+      if (test(rs[k], &other)) record(k, other);
+    }
+  }
+  return n;
+}
+
 int Messenger::waitany(std::span<Request> rs, Status* status) {
   gpucomm::detail::NvtxRange nvtx_range("gpucomm::msg::waitany");
   Impl& m = *impl_;

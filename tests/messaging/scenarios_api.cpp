@@ -1,7 +1,7 @@
 // The host API across processes, call by call: groups (every PE sends rendezvous-sized messages
 // to every PE before it receives: no deadlock), the stream-ordered forms outside a group, probes,
-// matched probes, cancel, PROC_NULL, events, error-returning truncation, team communicators and
-// the counters.
+// matched probes, cancel, PROC_NULL, events, error-returning truncation, team communicators, the
+// counters, sendrecv, testany, waitsome, dup and split.
 #include <cstring>
 #include <string>
 #include <vector>
@@ -150,6 +150,62 @@ void check_team_comm(Runtime& rt, msg::Messenger& m, msg::Comm& w) {
   rt.barrier_all();
 }
 
+// sendrecv around the ring (every PE at once: no deadlock), testany and waitsome on receives that
+// complete in a known order, dup (same options, own context id) and split (by parity, reversed key).
+void check_completion_and_comm_calls(Runtime& rt, msg::Messenger& m, msg::Comm& w) {
+  const int me = rt.rank(), n = rt.size();
+  const int right = (me + 1) % n, left = (me + n - 1) % n;
+  for (const size_t bytes : {size_t{8}, size_t{300000}}) {
+    std::vector<uint8_t> out(bytes), in(bytes, 0);
+    fill(out.data(), bytes, msg_key(me, right, 12, bytes));
+    const msg::Status st = w.sendrecv(out.data(), bytes, right, 12, in.data(), bytes, left, 12);
+    PE_CHECK(st.source == left && st.tag == 12 && st.bytes == bytes && st.error == msg::kErrNone,
+             "sendrecv %zu: source %d bytes %llu", bytes, st.source, static_cast<unsigned long long>(st.bytes));
+    PE_CHECK(first_bad(in.data(), bytes, msg_key(left, me, 12, bytes)) < 0, "sendrecv %zu: bytes", bytes);
+  }
+  uint64_t got[3] = {}, one = 1;
+  msg::Request rs[3];
+  for (int i = 0; i < 3; ++i) rs[i] = w.irecv(&got[i], 8, left, 30 + i);
+  int index = 0;
+  PE_CHECK(!m.testany(rs, &index) && index == -1, "testany before any send: index %d", index);
+  rt.barrier_all();  // no PE sends before every PE looked
+  w.send(&one, 8, right, 31);
+  msg::Status st{};
+  while (!m.testany(rs, &index, &st)) {
+  }
+  PE_CHECK(index == 1 && st.tag == 31 && rs[1].null(), "testany: index %d tag %d", index, st.tag);
+  rt.barrier_all();  // the other tags only after every PE found this one
+  w.send(&one, 8, right, 30);
+  w.send(&one, 8, right, 32);
+  int idx[3] = {}, done = 0;
+  msg::Status sts[3];
+  while (done < 2) {
+    const int k = m.waitsome(rs, idx, sts);
+    PE_CHECK(k >= 1, "waitsome returned %d", k);
+    for (int i = 0; i < k; ++i) PE_CHECK(sts[i].tag == 30 + idx[i], "waitsome: index %d tag %d", idx[i], sts[i].tag);
+    done += k;
+  }
+  PE_CHECK(m.waitsome(rs, idx) == -1 && m.testany(rs, &index) && index == -1, "every request null");
+
+  msg::Comm d = w.dup();
+  PE_CHECK(d.context_id() != w.context_id() && d.mode() == w.mode() && d.size() == n, "dup: context %d",
+           d.context_id());
+  msg::Comm half = w.split(me % 2, -me);
+  int members = 0, above = 0;
+  for (int r = me % 2; r < n; r += 2) {
+    ++members;
+    above += r > me ? 1 : 0;
+  }
+  PE_CHECK(half.valid() && half.size() == members && half.rank() == above, "split: rank %d of %d", half.rank(),
+           half.size());
+  uint64_t v = static_cast<uint64_t>(me), from = 0;
+  half.sendrecv(&v, 8, (half.rank() + 1) % half.size(), 2, &from, 8, (half.rank() + half.size() - 1) % half.size(), 2);
+  PE_CHECK(static_cast<int>(from) % 2 == me % 2, "split: a message from world rank %llu",
+           static_cast<unsigned long long>(from));
+  PE_CHECK(!w.split(-1, 0).valid(), "split with a negative color made a communicator");
+  rt.barrier_all();
+}
+
 }  // namespace
 
 void scenario_api(Runtime& rt, const Options&) {
@@ -160,6 +216,7 @@ void scenario_api(Runtime& rt, const Options&) {
   check_events_and_counters(rt, m, w);
   check_truncation_returned(rt, m);
   check_team_comm(rt, m, w);
+  check_completion_and_comm_calls(rt, m, w);
 }
 
 }  // namespace gpucomm::msgtest

@@ -11,8 +11,9 @@
 // chunks. Progress happens inside test, wait, recv, probe and blocking sends (docs/MESSAGING.md,
 // "Who matches"); blocks that message each other must be resident at the same time. Bad arguments
 // trap with a record naming the argument; every wait has the GPUCOMM_TIMEOUT limit
-// (Messenger::check_device() raises the record on the host). The calls add about 9.5 KB of static
-// shared memory to a kernel (device_backend_device.cuh).
+// (Messenger::check_device() raises the record on the host). The calls add about 17.5 KiB of static
+// shared memory per block (device_backend_device.cuh; docs/MESSAGING.md, "Shared memory a call
+// adds") and need no dynamic shared memory from the caller.
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>

@@ -70,6 +70,11 @@ class Comm {
   // given, counts the request's completion.
   Request isend(const void* buf, size_t bytes, int dest, int tag, const Event* event = nullptr);
   Request irecv(void* buf, size_t bytes, int source = kAnySource, int tag = kAnyTag, const Event* event = nullptr);
+  // MPI_Sendrecv: posts the receive, then the send, and returns the receive's Status once both
+  // completed, so two ranks that sendrecv with each other do not deadlock. Buffers as for
+  // isend/irecv; either peer may be kProcNull.
+  Status sendrecv(const void* send_buf, size_t send_bytes, int dest, int send_tag, void* recv_buf, size_t recv_bytes,
+                  int source = kAnySource, int recv_tag = kAnyTag);
   // Stream-ordered (GPU PEs): a kernel on `stream` sends (receives) and waits for completion,
   // never synchronizing with the host, so CUDA graphs can capture it. Buffers and `status` must be
   // device-accessible (device memory, the heap, mapped host memory); the status of the receive is
@@ -97,6 +102,14 @@ class Comm {
   Message mprobe(int source, int tag, Status* status = nullptr);
   Request imrecv(void* buf, size_t bytes, Message& msg, const Event* event = nullptr);
   Status mrecv(void* buf, size_t bytes, Message& msg);
+
+  // Collective over the team (MPI_Comm_dup): the same team and options under a new context id.
+  Comm dup() const;
+  // Collective over the team (MPI_Comm_split): the ranks that pass the same color form a new
+  // communicator with this one's options, ordered by key, then by rank here; a negative color
+  // (MPI_UNDEFINED) returns an invalid Comm. Both raise, naming the limit, when a member holds all
+  // kMaxComms context ids.
+  Comm split(int color, int key) const;
 
   // This communicator's counters (docs/MESSAGING.md, "Observability").
   Counters counters() const;
@@ -140,6 +153,13 @@ class Messenger {
   // Index of a completed request (it is reset to null), or -1 when every request is null.
   int waitany(std::span<Request> rs, Status* status = nullptr);
   bool testall(std::span<Request> rs, std::span<Status> statuses = {});
+  // MPI_Testany: true when a request completed (its index in *index, it is reset to null) or when
+  // every request is null (*index = -1); false, with *index = -1, when none completed yet.
+  bool testany(std::span<Request> rs, int* index, Status* status = nullptr);
+  // MPI_Waitsome: waits until at least one request completed, then returns how many did, their
+  // indices in `indices` and their statuses in `statuses` (each as long as the requests, or
+  // `statuses` empty); -1 when every request is null.
+  int waitsome(std::span<Request> rs, std::span<int> indices, std::span<Status> statuses = {});
   // Cancels a receive that has not matched yet (wait then reports kErrCancelled).
   void cancel(const Request& r);
   // One progress round (test and wait progress by themselves).
