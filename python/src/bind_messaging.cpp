@@ -339,8 +339,7 @@ void bind_comm(nb::module_& m) {
             gpucomm::python::Unlocked unlocked;
             return comm.sendrecv(out.data, out.nbytes, dest, send_tag, in.data, in.nbytes, source, recv_tag);
           },
-          "send_buf"_a, "dest"_a, "send_tag"_a, "recv_buf"_a, "source"_a = msg::kAnySource,
-          "recv_tag"_a = msg::kAnyTag,
+          "send_buf"_a, "dest"_a, "send_tag"_a, "recv_buf"_a, "source"_a = msg::kAnySource, "recv_tag"_a = msg::kAnyTag,
           "Sends send_buf and receives into recv_buf at once (no deadlock between two ranks that both call it); "
           "returns the receive's Status.")
       .def(

@@ -40,8 +40,8 @@ __global__ void ping_pong(msg::CommHandle comm, double* ping, double* pong, int 
 }
 
 int main() {
-  Runtime rt;                      // one PE per process; `gpucomm run -n 1 ./example`
-  msg::Messenger messenger(rt);    // collective
+  Runtime rt;                    // one PE per process; `gpucomm run -n 1 ./example`
+  msg::Messenger messenger(rt);  // collective
   msg::Comm world = messenger.world();
   auto* buf = static_cast<double*>(rt.calloc(4, sizeof(double)));  // the symmetric heap
   int* errors = nullptr;

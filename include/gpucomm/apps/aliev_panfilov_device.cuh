@@ -70,7 +70,7 @@ __device__ inline void ap_step_columns(const double* __restrict__ prev, double* 
   const double* q = prev + p;
   double below = q[-plane], c = q[0];
   double nxl = q[xl], nxr = q[xr], nyl = q[yl], nyr = q[yr];  // the next plane's neighbours
-  double next_above[D], next_r[D];                             // planes k + 1 + d and k + d
+  double next_above[D], next_r[D];                            // planes k + 1 + d and k + d
 #pragma unroll
   for (int d = 0; d < D; ++d) {
     const bool inside = k0 + d <= k1;
