@@ -320,18 +320,21 @@ Request Comm::irecv(void* buf, size_t bytes, int source, int tag, const Event* e
 Status Comm::sendrecv(const void* send_buf, size_t send_bytes, int dest, int send_tag, void* recv_buf,
                       size_t recv_bytes, int source, int recv_tag) {
   gpucomm::detail::NvtxRange nvtx_range("gpucomm::msg::sendrecv");
-  Messenger& mm = messenger();
-  Request r = irecv(recv_buf, recv_bytes, source, recv_tag);
-  Request w{};
-  try {
-    w = isend(send_buf, send_bytes, dest, send_tag);
-  } catch (...) {
-    mm.cancel(r);  // the send was refused: take the receive back before reporting it
-    (void)mm.wait(r);
-    throw;
-  }
+  State& s = st();
+  Messenger& mm = *s.m;
+  Messenger::Impl& m = mm.impl();
+  const char* op = "msg::sendrecv";
+  check_send_args(op, s.team.size(), dest, send_tag, send_buf, send_bytes);
+  check_recv_args(op, s.team.size(), s.mode, source, recv_tag, recv_buf, recv_bytes);
+  // GPU PEs: buffers in host memory are staged, as the blocking calls stage theirs (one each).
+  const void* out = m.gpu ? m.device_view(send_buf, send_bytes, true, op, "send_buf", 0) : send_buf;
+  void* in = m.gpu ? m.device_view(recv_buf, recv_bytes, false, op, "recv_buf", 1) : recv_buf;
+  Request r = irecv(in, recv_bytes, source, recv_tag);
+  Request w = isend(out, send_bytes, dest, send_tag);
   (void)mm.wait(w);
-  return mm.wait(r);
+  const Status st = mm.wait(r);
+  if (m.gpu) m.staged_out(recv_buf, in, st.bytes);
+  return st;
 }
 
 namespace {

@@ -59,7 +59,8 @@ Messenger::Impl::~Impl() {
   if (diag_host) (void)cudaFreeHost(diag_host);
   if (out_host) (void)cudaFreeHost(out_host);
   if (status_host) (void)cudaFreeHost(status_host);
-  if (staging) (void)cudaFree(staging);
+  for (void* st : staging)
+    if (st) (void)cudaFree(st);
   if (stream) (void)cudaStreamDestroy(reinterpret_cast<cudaStream_t>(stream));
   for (uint64_t* e : events) free_local(gpu, e);
   free_local(gpu, local);
@@ -150,13 +151,21 @@ Messenger::Messenger(Runtime& rt, const MessengerOptions& opts) : impl_(std::mak
   rt.barrier_all();  // every inbox is zeroed before anyone writes into it
 }
 
+void detail::log_teardown_error(const Runtime& rt, const std::string& where, const std::exception& e) {
+  if (rt.failed() || rt.aborted()) {
+    GPUCOMM_LOG(debug, where << " after the job failed: " << e.what());
+  } else {
+    GPUCOMM_LOG(error, where << ": " << e.what());
+  }
+}
+
 Messenger::~Messenger() {
   try {
     Impl& m = *impl_;
     m.rt.barrier_all();
     m.rt.free(m.heap);  // collective
   } catch (const std::exception& e) {
-    GPUCOMM_LOG(error, "~Messenger: " << e.what());
+    detail::log_teardown_error(impl_->rt, "~Messenger", e);
   }
 }
 
@@ -256,7 +265,7 @@ Comm::State::~State() {
   try {
     im.copy_to_state(&im.view.comms[ctx].live, &dead, sizeof dead);
   } catch (const std::exception& e) {
-    GPUCOMM_LOG(error, "freeing communicator " << ctx << ": " << e.what());
+    detail::log_teardown_error(im.rt, "freeing communicator " + std::to_string(ctx), e);
   }
   std::lock_guard<std::mutex> lock(im.mu);
   im.ctx_used &= ~(uint64_t(1) << ctx);

@@ -2,6 +2,7 @@
 // What a Messenger holds: the sizes, the symmetric-heap allocation of the remote-visible regions,
 // the local tables (process memory on host-memory PEs, device memory on GPU PEs), the StateView
 // over both, and the backend that runs the protocol for host-called operations.
+#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -32,14 +33,15 @@ struct Messenger::Impl {
   std::map<std::string, uint64_t> comm_seq;   // communicators created per member list
   std::vector<uint64_t*> events;              // counters handed out by make_event
   // GPU PEs: host-called operations run as a kernel on `stream`; results come back through
-  // host-mapped memory; host-memory user buffers of blocking calls go through `staging`.
+  // host-mapped memory; host-memory user buffers of blocking calls go through `staging[0]` (and a
+  // sendrecv's receive buffer through `staging[1]`).
   Stream stream = nullptr;
   uint64_t* out_host = nullptr;
   uint64_t* out_dev = nullptr;
   Status* status_host = nullptr;
   Status* status_dev = nullptr;
-  void* staging = nullptr;
-  size_t staging_bytes = 0;
+  void* staging[2] = {nullptr, nullptr};
+  size_t staging_bytes[2] = {0, 0};
   // The open group (group_start .. group_end).
   bool in_group = false;
   std::vector<detail::Op> group;
@@ -65,8 +67,8 @@ struct Messenger::Impl {
   // `stream` (the Messenger's own when null); `sync` waits for it and raises a kernel's failure.
   void run(detail::OpList& list, Stream on, bool sync, const char* op);
   // GPU PEs: a device-accessible address for `n` bytes of `buf` (host memory is staged: copied in
-  // when `in`), and the copy back out after a receive.
-  void* device_view(const void* buf, size_t n, bool in, const char* op, const char* arg);
+  // when `in`, into staging buffer `slot`), and the copy back out after a receive.
+  void* device_view(const void* buf, size_t n, bool in, const char* op, const char* arg, int slot = 0);
   void staged_out(void* buf, const void* dev, size_t n) const;
   bool device_accessible(const void* p) const;
 
@@ -83,5 +85,11 @@ struct Comm::State {
   uint32_t flags = 0;
   ~State();
 };
+
+namespace detail {
+// Logs an error a destructor caught (`where`: what was being torn down); at debug level once the
+// job failed, since the teardown's errors then only repeat the failure, whose message came first.
+void log_teardown_error(const Runtime& rt, const std::string& where, const std::exception& e);
+}  // namespace detail
 
 }  // namespace gpucomm::msg

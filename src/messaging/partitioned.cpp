@@ -15,6 +15,7 @@
 #include "gpucomm/core/format.hpp"
 #include "gpucomm/core/log.hpp"
 #include "gpucomm/messaging/partitioned_protocol.hpp"
+#include "messenger_impl.hpp"
 #include "partitioned_impl.hpp"
 
 namespace gpucomm::msg {
@@ -257,7 +258,7 @@ Partitioned::~Partitioned() {
     e.rt.free(e.pool_base);  // collective
   } catch (const std::exception& ex) {
     e.closed = true;
-    GPUCOMM_LOG(error, "~Partitioned: " << ex.what());
+    detail::log_teardown_error(e.rt, "~Partitioned", ex);
   }
 }
 

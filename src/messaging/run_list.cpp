@@ -42,17 +42,19 @@ bool Messenger::Impl::device_accessible(const void* p) const {
          (a.type == cudaMemoryTypeHost && a.devicePointer != nullptr);
 }
 
-void* Messenger::Impl::device_view(const void* buf, size_t n, bool in, const char* op, const char* arg) {
+void* Messenger::Impl::device_view(const void* buf, size_t n, bool in, const char* op, const char* arg, int slot) {
   if (n == 0 || device_accessible(buf)) return const_cast<void*>(buf);
-  if (n > staging_bytes) {
-    if (staging) (void)cudaFree(staging);
-    staging = nullptr;
-    staging_bytes = 0;
-    check_cuda(cudaMalloc(&staging, n), op, std::string("staging ") + arg);
-    staging_bytes = n;
+  void*& st = staging[slot & 1];
+  size_t& cap = staging_bytes[slot & 1];
+  if (n > cap) {
+    if (st) (void)cudaFree(st);
+    st = nullptr;
+    cap = 0;
+    check_cuda(cudaMalloc(&st, n), op, std::string("staging ") + arg);
+    cap = n;
   }
-  if (in) check_cuda(cudaMemcpy(staging, buf, n, cudaMemcpyHostToDevice), op, std::string("staging ") + arg);
-  return staging;
+  if (in) check_cuda(cudaMemcpy(st, buf, n, cudaMemcpyHostToDevice), op, std::string("staging ") + arg);
+  return st;
 }
 
 void Messenger::Impl::staged_out(void* buf, const void* dev, size_t n) const {

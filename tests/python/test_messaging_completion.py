@@ -2,7 +2,8 @@
 under ``gpucomm run``: sendrecv around a ring in both directions at once, testany, testall,
 waitsome, imrecv, Comm.dup and Comm.split (and the error when the 64 context ids are used up), and
 the Status a truncated receive leaves on an errors_return communicator (source, tag, received count)
-with the communicator still usable afterwards."""
+with the communicator still usable afterwards; a no_unexpected communicator: pre-posted receives
+work, a message that finds no receive ends the job with the documented error."""
 from __future__ import annotations
 
 import subprocess
@@ -10,6 +11,7 @@ import sys
 import textwrap
 
 import pytest
+from gpus import gpu_count
 
 SCRIPT = textwrap.dedent("""
     import numpy as np
@@ -113,6 +115,111 @@ def test_completion_calls_on_host_pes(gpucomm_env, tmp_path, np_):
     script = tmp_path / "completion_script.py"
     script.write_text(SCRIPT)
     env = dict(gpucomm_env, GPUCOMM_DEVICE="host", GPUCOMM_HEAP_SIZE="32M", GPUCOMM_TIMEOUT="60")
+    r = subprocess.run([sys.executable, "-m", "gpucomm", "run", "-n", str(np_), "--", sys.executable, str(script)],
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("PY OK") == np_, r.stdout + r.stderr
+
+
+NO_UNEXPECTED_SCRIPT = textwrap.dedent("""
+    import sys
+    import time
+    import numpy as np
+    import gpucomm
+
+    M = gpucomm.messaging
+    violate = sys.argv[1] == "violate"
+    with gpucomm.Runtime() as rt, M.Messenger(rt) as m:
+        w = m.world(mode="no_unexpected")
+        if not violate:  # receives posted before the sends (the barrier orders them): no error
+            got = np.zeros(4)
+            r = w.irecv(got, 1 - w.rank, 3)
+            rt.barrier_all()
+            w.send(np.arange(4.0) + w.rank, 1 - w.rank, 3)
+            assert m.wait(r).error == "none" and (got == np.arange(4.0) + 1 - w.rank).all()
+        elif w.rank == 0:
+            w.send(np.arange(4.0), 1, 3)
+        else:
+            time.sleep(0.5)
+            m.progress()  # the message with no receive: the documented error
+        rt.barrier_all()
+        print(f"PY OK rank {w.rank}")
+""")
+
+
+@pytest.mark.parametrize("case", ["keep", "violate"])
+def test_no_unexpected_mode_on_host_pes(gpucomm_env, tmp_path, case):
+    script = tmp_path / "no_unexpected_script.py"
+    script.write_text(NO_UNEXPECTED_SCRIPT)
+    env = dict(gpucomm_env, GPUCOMM_DEVICE="host", GPUCOMM_TIMEOUT="30")
+    r = subprocess.run([sys.executable, "-m", "gpucomm", "run", "-n", "2", "--", sys.executable, str(script), case],
+                       env=env, capture_output=True, text=True, timeout=120)
+    if case == "keep":
+        assert r.returncode == 0 and r.stdout.count("PY OK") == 2, r.stdout + r.stderr
+    else:
+        assert r.returncode != 0 and "PY OK" not in r.stdout, r.stdout + r.stderr
+        assert "found no posted receive" in r.stderr and "no_unexpected" in r.stderr, r.stderr
+        assert "tag 3" in r.stderr and "from rank 0" in r.stderr, r.stderr
+
+
+GPU_SCRIPT = textwrap.dedent("""
+    import numpy as np
+    import torch
+    import gpucomm
+
+    M = gpucomm.messaging
+    with gpucomm.Runtime() as rt, M.Messenger(rt) as m:
+        w = m.world(errors_return=True)
+        me, n = w.rank, w.size
+        right, left = (me + 1) % n, (me - 1) % n
+        # A truncated receive into device memory: the Status says what arrived; the job goes on.
+        a = torch.arange(16, dtype=torch.uint8, device="cuda")
+        b = torch.zeros(8, dtype=torch.uint8, device="cuda")
+        s = w.isend(a, right, 5)
+        st = w.recv(b, left, 5)
+        assert (st.source, st.tag, st.bytes, st.error) == (left, 5, 8, "truncated"), st
+        assert (b.cpu() == torch.arange(8, dtype=torch.uint8)).all()
+        m.wait(s)
+        # sendrecv on host arrays (staged) and on device arrays.
+        got = np.zeros(4)
+        st = w.sendrecv(np.full(4, 1000.0 + me), right, 7, got, left, 7)
+        assert st.error == "none" and (got == 1000 + left).all(), (st, got)
+        out = torch.full((4,), float(me), dtype=torch.float64, device="cuda")
+        inp = torch.zeros(4, dtype=torch.float64, device="cuda")
+        st = w.sendrecv(out, right, 8, inp, left, 8)
+        assert st.bytes == 32 and (inp.cpu() == left).all(), (st, inp)
+        # testany, waitsome, testall on device buffers; dup and split.
+        bufs = [torch.zeros(1, dtype=torch.int32, device="cuda") for _ in range(3)]
+        rs = [w.irecv(x, left, 30 + i) for i, x in enumerate(bufs)]
+        rt.barrier_all()
+        for i in range(3):
+            w.send(torch.full((1,), i, dtype=torch.int32, device="cuda"), right, 30 + i)
+        done = set()
+        while len(done) < 3:
+            for i, st in m.waitsome(rs):
+                assert st.tag == 30 + i and bufs[i].item() == i, (i, st)
+                done.add(i)
+        assert m.testany(rs)[0] == -1 and len(m.testall(rs)) == 3
+        d = w.dup()
+        h = w.split(me % 2, 0)
+        assert d.context_id != w.context_id and h.size == len(range(me % 2, n, 2))
+        rt.barrier_all()
+    print(f"PY OK rank {me}")
+""")
+
+
+@pytest.mark.parametrize("np_", [1, 2])
+def test_completion_calls_on_gpu_pes(gpucomm_env, tmp_path, np_):
+    """GPU PEs (two PEs share GPU 0 when there is one: a functional test): truncation into device
+    memory on an errors_return communicator, sendrecv on host and device arrays, waitsome, testany,
+    testall, dup and split."""
+    if gpu_count() < 1:
+        pytest.skip("SKIPPED: needs a GPU (no GPU here)")
+    pytest.importorskip("torch")
+    script = tmp_path / "completion_gpu_script.py"
+    script.write_text(GPU_SCRIPT)
+    env = dict(gpucomm_env, GPUCOMM_DEVICE="gpu", GPUCOMM_HEAP_SIZE="64M", GPUCOMM_TIMEOUT="60",
+               CUDA_VISIBLE_DEVICES="0")
     r = subprocess.run([sys.executable, "-m", "gpucomm", "run", "-n", str(np_), "--", sys.executable, str(script)],
                        env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -72,7 +72,7 @@ class Comm {
   Request irecv(void* buf, size_t bytes, int source = kAnySource, int tag = kAnyTag, const Event* event = nullptr);
   // MPI_Sendrecv: posts the receive, then the send, and returns the receive's Status once both
   // completed, so two ranks that sendrecv with each other do not deadlock. Buffers as for
-  // isend/irecv; either peer may be kProcNull.
+  // send/recv (GPU PEs stage buffers in host memory); either peer may be kProcNull.
   Status sendrecv(const void* send_buf, size_t send_bytes, int dest, int send_tag, void* recv_buf, size_t recv_bytes,
                   int source = kAnySource, int recv_tag = kAnyTag);
   // Stream-ordered (GPU PEs): a kernel on `stream` sends (receives) and waits for completion,

@@ -534,11 +534,27 @@ GPUCOMM_MSG_OUTLINE void no_unexpected_fault(const B& b, const Arrival& a) {
   b.fail(d);
 }
 
-// A message that found no receive: kept in an unexpected entry (false: no room; the ring stalls
-// until receives drain the communicator's share or the table).
+// Leader, a message on a no_unexpected communicator that found no receive: true when posts wait to
+// be taken. A round takes the posts announced before it read the post word and then drains the
+// rings, so a message can overtake a receive that was posted (and seen by its sender) before it
+// was sent; it then stays in the ring for the next round, which takes that post first. The fence
+// orders the arrival before the post word: a post its sender saw is counted there. Only when no
+// post waits is the message an error.
+template <class B>
+GPUCOMM_MSG_FN bool posts_waiting(const B& b, const StateView& s) {
+  b.acquire_fence_local();
+  const uint64_t T = b.ld(&s.ctl->post_tail, Ord::relaxed);
+  return post_fast_count(T) != static_cast<uint32_t>(b.hw(home::kFastDone)) ||
+         post_ring_count(T) != static_cast<uint32_t>(b.hw(home::kRingDone));
+}
+
+// A message that found no receive: kept in an unexpected entry (false: no room, or on a
+// no_unexpected communicator a post still to take; the ring stalls until the next round).
 template <class B, class C>
 GPUCOMM_MSG_OUTLINE bool keep_unexpected(const B& b, C c, const StateView& s, const Arrival& a) {
   int32_t u = -1;
+  if (b.leader(c) && static_cast<Mode>(a.h.mode) == Mode::no_unexpected && posts_waiting(b, s)) u = -2;
+  if (b.bcast(c, u) == -2) return false;
   if (b.leader(c)) {
     if (!comm_of(s, a.h.ctx)) {
       Diag f = protocol_fault(ProtocolFault::unknown_comm, a.pe);
