@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """What device messaging costs a caller's build, per cooperation level: compiles minimal_kernel.cu
 (a kernel that calls irecv, send and wait) for sm_90 to a cubin, once per level, and reports the
-wall time of the compile and the kernel's registers and static shared memory (cuobjdump -res-usage).
-Fails when a compile takes longer than --limit seconds (60 by default: the limit for the 2-core CI
-machine, docs/MESSAGING.md, "Compile time and registers").
+wall time of the compile and the kernel's registers and static shared memory (cuobjdump -res-usage),
+and each compile time against the 60 s target for the 2-core CI machine (docs/MESSAGING.md,
+"Compile time and registers"). A report: it fails only when a compile fails, or with --limit when a
+compile takes longer than that.
 
 usage: report_compile.py [--nvcc NVCC] [--include DIR] [--limit SECONDS] [--json FILE]
 Prints 'SKIPPED: <reason>' and exits 0 when nvcc or cuobjdump is not available.
@@ -44,7 +45,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nvcc", default=None)
     ap.add_argument("--include", default=str(ROOT / "include"))
-    ap.add_argument("--limit", type=float, default=60.0, help="seconds a compile may take (default 60)")
+    ap.add_argument("--limit", type=float, default=None, help="fail when a compile takes longer (seconds)")
     ap.add_argument("--json", default=None, help="also write the rows as JSON")
     a = ap.parse_args()
     nvcc, cuobjdump = find_tool("nvcc", a.nvcc), find_tool("cuobjdump")
@@ -66,12 +67,14 @@ def main() -> int:
             regs, shared = resources(cuobjdump, cubin)
             rows.append({"level": level.lower(), "compile_s": round(seconds, 2), "registers": regs,
                          "static_shared_bytes": shared})
-    print("level    compile (s)  registers  static shared (B)")
+    target = 60.0
+    print("level    compile (s)  registers  static shared (B)  target (60 s)")
     for r in rows:
-        print(f"{r['level']:<8} {r['compile_s']:>11.1f}  {r['registers']:>9}  {r['static_shared_bytes']:>17}")
+        verdict = "met" if r["compile_s"] <= target else "missed"
+        print(f"{r['level']:<8} {r['compile_s']:>11.1f}  {r['registers']:>9}  {r['static_shared_bytes']:>17}  {verdict}")
     if a.json:
-        Path(a.json).write_text(json.dumps({"limit_s": a.limit, "rows": rows}, indent=1) + "\n")
-    slow = [r for r in rows if r["compile_s"] > a.limit]
+        Path(a.json).write_text(json.dumps({"target_s": target, "rows": rows}, indent=1) + "\n")
+    slow = [r for r in rows if a.limit is not None and r["compile_s"] > a.limit]
     for r in slow:
         print(f"FAILED: the {r['level']}-level kernel took {r['compile_s']} s to compile, over the {a.limit} s limit")
     return 1 if slow else 0
