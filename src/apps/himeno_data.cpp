@@ -61,8 +61,8 @@ double planes(const float* p, float* out, const Coef& coef, uint64_t n, uint64_t
         s.zp_xm = c[plane - 1];
         s.zm_xm = c[-plane - 1];
         float ss = 0;
-        out[q] = himeno_point<HimenoHostFp>(s, coef.at(q), ss);
-        row_sum += static_cast<double>(HimenoHostFp::mul(ss, ss));
+        out[q] = himeno_point<HostFp>(s, coef.at(q), ss);
+        row_sum += static_cast<double>(HostFp::mul(ss, ss));
       }
       plane_sum += row_sum;
     }

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "gpucomm/apps/catalog.hpp"
+#include "gpucomm/apps/rounded_fp.hpp"
 #include "gpucomm/apps/run.hpp"
 #include "gpucomm/base/hd.hpp"
 #include "gpucomm/runtime/runtime.hpp"
@@ -32,15 +33,6 @@ namespace gpucomm::apps {
 struct ApConst {
   static constexpr double a = 0.1, b = 0.1, kk = 8.0, m1 = 0.07, m2 = 0.3, eps = 0.01;
   static constexpr double dt = 0.02, alpha = 0.1;  // alpha = diffusion x dt / dx^2 (stable below 1/6)
-};
-
-// The arithmetic of one model: plain operators on the host (no FMA contraction: x86-64 without
-// -mfma has none), the rounding intrinsics on the GPU.
-struct HostFp {
-  static double add(double x, double y) { return x + y; }
-  static double sub(double x, double y) { return x - y; }
-  static double mul(double x, double y) { return x * y; }
-  static double div(double x, double y) { return x / y; }
 };
 
 // The update of one point (see the header comment); returns E, updates r.

@@ -9,37 +9,6 @@
 
 namespace gpucomm::apps::device {
 
-struct DeviceFp {
-  GPUCOMM_HD static double add(double x, double y) {
-#if defined(__CUDA_ARCH__)
-    return __dadd_rn(x, y);
-#else
-    return x + y;
-#endif
-  }
-  GPUCOMM_HD static double sub(double x, double y) {
-#if defined(__CUDA_ARCH__)
-    return __dsub_rn(x, y);
-#else
-    return x - y;
-#endif
-  }
-  GPUCOMM_HD static double mul(double x, double y) {
-#if defined(__CUDA_ARCH__)
-    return __dmul_rn(x, y);
-#else
-    return x * y;
-#endif
-  }
-  GPUCOMM_HD static double div(double x, double y) {
-#if defined(__CUDA_ARCH__)
-    return __ddiv_rn(x, y);
-#else
-    return x / y;
-#endif
-  }
-};
-
 // Blocks of 32 x 8 columns, 8 planes per thread, at least 4 blocks per SM (64 registers), and the
 // loads of E_prev's next plane and of R issued kApLookahead planes ahead: measured on an H200 at
 // 256^3 this takes a step from 52% to 79% of the copy-bandwidth roofline (docs/APPS.md); without the

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "gpucomm/apps/catalog.hpp"
+#include "gpucomm/apps/rounded_fp.hpp"
 #include "gpucomm/apps/run.hpp"
 #include "gpucomm/base/hd.hpp"
 #include "gpucomm/runtime/runtime.hpp"
@@ -55,14 +56,6 @@ inline constexpr HimenoCoef kHimenoCoef = {
     1.0F, 1.0F, 1.0F, static_cast<float>(1.0 / 6.0), 0.0F, 0.0F, 0.0F, 1.0F, 1.0F, 1.0F, 1.0F, 0.0F};
 // Field f's standard value (f in [0, kHimenoFields), the order of HimenoCoef).
 float himeno_coef_value(int f);
-
-// The arithmetic of one model: plain operators on the host (compiled without contraction), the
-// rounding intrinsics on the GPU (apps/himeno_device.cuh).
-struct HimenoHostFp {
-  static float add(float x, float y) { return x + y; }
-  static float sub(float x, float y) { return x - y; }
-  static float mul(float x, float y) { return x * y; }
-};
 
 // The 19 values of p one point reads, named by their offsets (z: plane i, y: row j, x: column k;
 // p: +1, m: -1, an axis not named: 0): zp = p[i+1][j][k], zm_yp = p[i-1][j+1][k].

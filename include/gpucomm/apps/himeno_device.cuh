@@ -12,30 +12,6 @@
 
 namespace gpucomm::apps::device {
 
-struct HimenoDeviceFp {
-  GPUCOMM_HD static float add(float x, float y) {
-#if defined(__CUDA_ARCH__)
-    return __fadd_rn(x, y);
-#else
-    return x + y;
-#endif
-  }
-  GPUCOMM_HD static float sub(float x, float y) {
-#if defined(__CUDA_ARCH__)
-    return __fsub_rn(x, y);
-#else
-    return x - y;
-#endif
-  }
-  GPUCOMM_HD static float mul(float x, float y) {
-#if defined(__CUDA_ARCH__)
-    return __fmul_rn(x, y);
-#else
-    return x * y;
-#endif
-  }
-};
-
 // Blocks of 32 x 8 columns, 8 planes per thread, at least 2 blocks per SM (at most 128 registers;
 // ptxas for sm_90 uses 72, no spills, so 3 blocks fit). The loads of the next plane (the cross
 // above it, its diagonals and its twelve coefficients) are issued before this plane's arithmetic,
@@ -135,8 +111,8 @@ __device__ inline double himeno_columns(const float* __restrict__ p, float* __re
     s.zp_xm = above.xm;
     s.zm_xm = below.xm;
     float ss = 0;
-    out[q] = himeno_point<HimenoDeviceFp>(s, cf, ss);
-    gosa = __dadd_rn(gosa, static_cast<double>(HimenoDeviceFp::mul(ss, ss)));
+    out[q] = himeno_point<DeviceFp>(s, cf, ss);
+    gosa = __dadd_rn(gosa, static_cast<double>(DeviceFp::mul(ss, ss)));
     below = mid;
     mid = above;
   }
