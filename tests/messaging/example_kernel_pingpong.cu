@@ -40,6 +40,11 @@ __global__ void ping_pong(msg::CommHandle comm, double* ping, double* pong, int 
 }
 
 int main() {
+  int gpus = 0;
+  if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus == 0) {
+    std::puts("  SKIPPED : this example needs a GPU");
+    return 0;
+  }
   Runtime rt;                    // one PE per process; `gpucomm run -n 1 ./example`
   msg::Messenger messenger(rt);  // collective
   msg::Comm world = messenger.world();

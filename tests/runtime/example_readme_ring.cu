@@ -20,6 +20,11 @@ __global__ void ring(DeviceHandle h, uint64_t* inbox, uint64_t* signal, uint64_t
 }
 
 int main() {
+  int gpus = 0;
+  if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus == 0) {
+    std::puts("  SKIPPED : this example needs a GPU");
+    return 0;
+  }
   Runtime rt;  // one PE; collective set-up with the other processes of the job
   auto* words = static_cast<uint64_t*>(rt.calloc(3, sizeof(uint64_t)));  // symmetric heap
   ring<<<1, 1, 0, rt.stream()>>>(rt.device_handle(), words, words + 1, words + 2);
