@@ -1,0 +1,316 @@
+#pragma once
+// Endpoints on the GPU (docs/MESSAGING.md, "Endpoints"): the device memory backend and the calls
+// at each cooperation level. Header-only; a kernel receives the EndpointsHandle by value
+// (Endpoints::device()) and keeps the owner state of the endpoint it receives on in shared memory.
+//
+//   ep::send(g, h, buf, bytes, pe, ep, tag)          any group; returns when the record is written
+//   __shared__ ep::OwnerState<...> st;               the receiving group's matching state
+//   ep::open(g, h, ep, st) / ep::close(g, h, st)     take and give back endpoint ep (rare: once per kernel)
+//   ep::irecv(g, h, st, buf, capacity, src, tag)     a request id; src may be kAnySource, tag kAnyTag
+//   ep::wait(g, h, st, id) / ep::test(g, h, st, id, &status)
+//   ep::recv(g, h, st, buf, capacity, src, tag)      irecv + wait
+//   ep::iprobe(g, h, st, src, tag, &status) / ep::probe(g, h, st, src, tag)
+//   ep::progress(g, h, st)                           drains the rings (waits and tests do it too)
+//
+// Levels: coop::Thread, coop::Warp (every lane, the same arguments), coop::Block (every thread).
+// One elected thread (lane 0, or thread 0 of the block) runs the protocol; a warp drains 32
+// records of a ring per pass (one load each, in parallel); the group joins once at the end of the
+// call. The owner state must be visible to the group: shared memory (or, at thread level, any
+// memory of the owning thread).
+#include <cstdint>
+#include <type_traits>
+
+#include "gpucomm/base/coop.cuh"
+#include "gpucomm/base/handle_device.cuh"
+#include "gpucomm/base/ordering_device.cuh"
+#include "gpucomm/messaging/endpoints_layout.hpp"
+#include "gpucomm/messaging/endpoints_protocol.hpp"
+
+namespace gpucomm::msg::ep {
+
+namespace detail {
+
+struct DeviceEpBackend {
+  const EndpointsHandle& h;
+  EpDiag* diag;
+
+  __device__ static void ld2(const uint64_t* p, uint64_t& a, uint64_t& b) {
+    asm volatile("ld.relaxed.sys.global.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "l"(p) : "memory");
+  }
+  __device__ static void st2(uint64_t* p, uint64_t a, uint64_t b) {
+    asm volatile("st.relaxed.sys.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(a), "l"(b) : "memory");
+  }
+  __device__ static uint64_t ld_acq(const uint64_t* p) { return mem::load<mem::kSystem>(p, mem::acquire); }
+  __device__ static void st_rel(uint64_t* p, uint64_t v) { mem::store<mem::kSystem>(p, v, mem::release); }
+  // Tickets are words of this PE that only its own threads touch.
+  __device__ static uint64_t fadd(uint64_t* p, uint64_t v) { return mem::fetch_add<mem::kDevice>(p, v, mem::relaxed); }
+  __device__ static bool cas_acq(uint64_t* p, uint64_t expected, uint64_t desired) {
+    return mem::compare_exchange<mem::kDevice>(p, expected, desired, mem::acquire) == expected;
+  }
+  __device__ static uint64_t now() { return mem::globaltimer(); }
+
+  __device__ __noinline__ void fail(Fail f, int peer, int ep, const void* addr, uint64_t expected, uint64_t seen,
+                                    uint64_t elapsed = 0) const {
+    if (diag && mem::compare_exchange<mem::kSystem>(&diag->state, 0u, 1u, mem::relaxed) == 0u) {
+      diag->fail = static_cast<uint32_t>(f);
+      diag->peer = peer;
+      diag->ep = ep;
+      diag->expected = expected;
+      diag->seen = seen;
+      diag->elapsed_ns = elapsed;
+      diag->rank = h.rank;
+      diag->block = blockIdx.x;
+      diag->thread = threadIdx.x;
+      mem::store<mem::kSystem>(&diag->state, 2u, mem::release);
+    }
+    DeviceFault df = DeviceFault::bad_argument;
+    if (f == Fail::credit_timeout || f == Fail::recv_timeout) df = DeviceFault::timeout;
+    if (f == Fail::aborted) df = DeviceFault::aborted;
+    gpucomm::detail::fail(h.dev, df, DeviceOp::message, peer, addr, Cmp::eq, expected, seen, elapsed);
+  }
+  // The periodic part of a wait: the job's state, then the timeout.
+  __device__ void check_wait(uint64_t start, Fail f, int peer, int ep, const void* addr, uint64_t expected,
+                             uint64_t seen) const {
+    const uint64_t waited = now() - start;
+    if (const uint32_t j = gpucomm::detail::job_failed(h.dev)) fail(Fail::aborted, peer, ep, addr, expected, j - 1, waited);
+    if (h.timeout_ns != 0 && waited > h.timeout_ns) fail(f, peer, ep, addr, expected, seen, waited);
+  }
+};
+
+__device__ inline DeviceEpBackend backend(const EndpointsHandle& h) {
+  return DeviceEpBackend{h, h.diag};
+}
+
+__device__ __forceinline__ bool leader(coop::Thread) {
+  return true;
+}
+__device__ __forceinline__ bool leader(coop::Warp) {
+  return coop::lane_id() == 0;
+}
+__device__ __forceinline__ bool leader(coop::Block) {
+  return coop::linear_thread_index() == 0;
+}
+
+// A warp's drain of sender s: lane i reads the record of ticket next + i; the complete prefix
+// (records of at most 8 bytes; a longer one ends the prefix and is taken by the leader) goes
+// through the matcher in ticket order on lane 0. Returns the records taken (all lanes).
+template <class S>
+__device__ uint32_t drain_sender_warp(const DeviceEpBackend& b, const EndpointsHandle& h, S& st, uint32_t s) {
+  const uint32_t lane = coop::lane_id();
+  uint32_t total = 0;
+  for (;;) {
+    SenderState& q = st.sender[s];
+    if (lane == 0 && static_cast<int64_t>(q.next - q.base) < 0) q.next = q.base;  // the prefix grew past it
+    __syncwarp();
+    const uint64_t next = q.next, off = next - q.base;
+    const uint32_t room = S::unexp - (st.umq_tail - st.umq_head);  // unexpected entries left
+    // Tickets at or past `next` consumed already (after a reopen): the leader skips them.
+    const bool clean = off >= 64 || (q.mask >> off) == 0;
+    bool ok = false;
+    uint64_t w[4] = {0, 0, 0, 0};
+    if (clean && lane < q.base + h.lay.slots - next) {
+      const uint64_t t = next + lane;
+      const uint64_t* rec = ring_slot(h.region, h.lay, st.ep, s, t);
+      DeviceEpBackend::ld2(rec, w[0], w[1]);
+      DeviceEpBackend::ld2(rec + 2, w[2], w[3]);
+      const uint32_t stamp = stamp_of(t);
+      ok = has_stamp(w[0], stamp) && has_stamp(w[1], stamp) && has_stamp(w[2], stamp) && has_stamp(w[3], stamp) &&
+           (static_cast<uint32_t>(w[1] >> 16) & 0xffffu) <= 8u;
+    }
+    const uint32_t good = __ballot_sync(0xffffffffu, ok);
+    uint32_t k = good == 0xffffffffu ? 32u : static_cast<uint32_t>(__ffs(~good) - 1);  // the complete prefix
+    if (k > room) k = room;
+    if (lane < k) {
+      for (int i = 0; i < 4; ++i) st.stage[lane][i] = w[i];
+    }
+    __syncwarp();
+    uint32_t more = 0;
+    if (lane == 0) {
+      for (uint32_t i = 0; i < k; ++i) {
+        const uint64_t t = next + i;
+        const uint64_t* rec = ring_slot(h.region, h.lay, st.ep, s, t);
+        const uint64_t* x = st.stage[i];
+        proto::record_bytes(b, h, st, s, x[1], rec);
+        proto::arrived(b, h, st, s, t, x[0], x[1], x[2], x[3], rec);
+      }
+      q.next = next + k;
+      // Nothing the lanes could take (a longer record, tickets consumed after a reopen): one record
+      // at a time.
+      if (k == 0) more = proto::drain_sender(b, h, st, s);
+    }
+    more = __shfl_sync(0xffffffffu, more, 0);
+    total += k + more;
+    __syncwarp();
+    if (k < 32) return total;
+  }
+}
+
+template <class S>
+__device__ uint32_t progress_warp(const DeviceEpBackend& b, const EndpointsHandle& h, S& st) {
+  uint32_t n = 0;
+  for (uint32_t s = 0; s < st.senders; ++s) n += drain_sender_warp(b, h, st, s);
+  return n;
+}
+
+}  // namespace detail
+
+// ---- sending ---------------------------------------------------------------------------------------
+
+template <class G>
+__device__ inline void send(G g, const EndpointsHandle& h, const void* buf, uint32_t bytes, int pe, int ep, int tag) {
+  coop::sync(g);  // the group's writes of buf come before the leader reads it
+  if (detail::leader(g)) proto::send(detail::backend(h), h, pe, ep, tag, buf, bytes);
+  coop::sync(g);  // the buffer is free for every thread of the group
+}
+
+// ---- owning ----------------------------------------------------------------------------------------
+
+template <class G, class S>
+__device__ inline void open(G g, const EndpointsHandle& h, int ep, S& st) {
+  if (detail::leader(g)) proto::open(detail::backend(h), h, ep, st);
+  coop::sync(g);
+}
+
+template <class G, class S>
+__device__ inline void close(G g, const EndpointsHandle& h, S& st) {
+  coop::sync(g);
+  if (detail::leader(g)) proto::close(detail::backend(h), h, st);
+  coop::sync(g);
+}
+
+// Thread and block level: the elected thread drains one record at a time; a warp drains 32.
+template <class S>
+__device__ inline uint32_t progress(coop::Thread, const EndpointsHandle& h, S& st) {
+  return proto::progress(detail::backend(h), h, st);
+}
+template <class S>
+__device__ inline uint32_t progress(coop::Warp, const EndpointsHandle& h, S& st) {
+  return detail::progress_warp(detail::backend(h), h, st);
+}
+template <class S>
+__device__ inline uint32_t progress(coop::Block, const EndpointsHandle& h, S& st) {
+  __shared__ uint32_t n;
+  if (coop::warp_id() == 0) {
+    const uint32_t k = detail::progress_warp(detail::backend(h), h, st);
+    if (coop::lane_id() == 0) n = k;
+  }
+  __syncthreads();
+  return n;
+}
+
+template <class G, class S>
+__device__ inline uint16_t irecv(G g, const EndpointsHandle& h, S& st, void* buf, uint32_t capacity, int src, int tag) {
+  __shared__ uint16_t id_out;
+  uint16_t id = 0;
+  if (detail::leader(g)) id = proto::irecv(detail::backend(h), h, st, buf, capacity, src, tag);
+  if constexpr (std::is_same_v<G, coop::Thread>) {
+    return id;
+  } else if constexpr (std::is_same_v<G, coop::Warp>) {
+    return static_cast<uint16_t>(__shfl_sync(0xffffffffu, id, 0));
+  } else {
+    if (detail::leader(g)) id_out = id;
+    __syncthreads();
+    id = id_out;
+    __syncthreads();
+    return id;
+  }
+}
+
+// Waits for receive `id`: the group drains the rings until the owner state marks it done.
+template <class G, class S>
+__device__ inline Status wait(G g, const EndpointsHandle& h, S& st, uint16_t id) {
+  const auto b = detail::backend(h);
+  if constexpr (std::is_same_v<G, coop::Thread>) {
+    return proto::wait(b, h, st, id);
+  } else {
+    const bool in_warp0 = std::is_same_v<G, coop::Warp> || coop::warp_id() == 0;
+    if (in_warp0) {
+      if (coop::lane_id() == 0) proto::check_request(b, st, id);
+      uint64_t start = 0;
+      for (uint32_t i = 1;; ++i) {
+        const bool done = __shfl_sync(0xffffffffu, st.recv[id].state == kRecvDone, 0);
+        if (done) break;
+        detail::progress_warp(b, h, st);
+        if (coop::lane_id() == 0) {
+          if (i == 1) start = b.now();
+          if ((i & 255u) == 0) {
+            const Recv& r = st.recv[id];
+            b.check_wait(start, Fail::recv_timeout, r.src, st.ep, nullptr,
+                         (static_cast<uint64_t>(static_cast<uint32_t>(r.src)) << 32) | static_cast<uint32_t>(r.tag),
+                         st.posted);
+          }
+        }
+      }
+    }
+    coop::sync(g);
+    const Recv& r = st.recv[id];
+    const Status out{r.src, r.tag, r.seq, r.error};
+    coop::sync(g);
+    if (detail::leader(g)) give_recv(st, id);
+    coop::sync(g);
+    return out;
+  }
+}
+
+template <class G, class S>
+__device__ inline Status recv(G g, const EndpointsHandle& h, S& st, void* buf, uint32_t capacity, int src, int tag) {
+  return ep::wait(g, h, st, ep::irecv(g, h, st, buf, capacity, src, tag));
+}
+
+template <class G, class S>
+__device__ inline bool test(G g, const EndpointsHandle& h, S& st, uint16_t id, Status* status) {
+  const auto b = detail::backend(h);
+  if constexpr (std::is_same_v<G, coop::Thread>) {
+    return proto::test(b, h, st, id, status);
+  } else {
+    if (detail::leader(g)) proto::check_request(b, st, id);
+    coop::sync(g);
+    if (st.recv[id].state != kRecvDone) ep::progress(G{}, h, st);
+    coop::sync(g);
+    const bool done = st.recv[id].state == kRecvDone;
+    const Recv& r = st.recv[id];
+    if (done && status) *status = Status{r.src, r.tag, r.seq, r.error};
+    coop::sync(g);
+    if (done && detail::leader(g)) give_recv(st, id);
+    coop::sync(g);
+    return done;
+  }
+}
+
+template <class G, class S>
+__device__ inline bool iprobe(G g, const EndpointsHandle& h, S& st, int src, int tag, Status* status) {
+  __shared__ Status out_s;
+  __shared__ uint32_t found_s;
+  Status out{};
+  bool found = false;
+  if (detail::leader(g)) found = proto::iprobe(detail::backend(h), h, st, src, tag, &out);
+  if constexpr (!std::is_same_v<G, coop::Thread>) {
+    if (detail::leader(g)) {
+      out_s = out;
+      found_s = found ? 1u : 0u;
+    }
+    coop::sync(g);
+    out = out_s;
+    found = found_s != 0;
+    coop::sync(g);
+  }
+  if (found && status) *status = out;
+  return found;
+}
+
+template <class G, class S>
+__device__ inline Status probe(G g, const EndpointsHandle& h, S& st, int src, int tag) {
+  Status out{};
+  const uint64_t start = mem::globaltimer();
+  for (uint32_t i = 1; !ep::iprobe(g, h, st, src, tag, &out); ++i) {
+    if ((i & 255u) == 0 && detail::leader(g)) {
+      detail::backend(h).check_wait(start, Fail::recv_timeout, src, st.ep, nullptr,
+                                    (static_cast<uint64_t>(static_cast<uint32_t>(src)) << 32) |
+                                        static_cast<uint32_t>(tag),
+                                    st.posted);
+    }
+  }
+  return out;
+}
+
+}  // namespace gpucomm::msg::ep
