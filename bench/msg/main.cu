@@ -13,6 +13,9 @@
 //               sending warps into one receiving warp, modes no_any_source and mpi
 //   depth       the rate window (32 sending warps) with D - 768 further receives posted on tags no
 //               message uses (half ANY_SOURCE in mode mpi), D = 1024 and 4096: msg_rate_depth
+//   endpoints   the same through endpoints (the fast lane; matching state in the owner's shared
+//               memory): ep_rt, ep_rt_unexpected (thread / warp / block), ep_rate and
+//               ep_rate_with_posting (8/32/128 senders), ep_rate_depth (D = 1024, 4096)
 #include <cuda_runtime.h>
 #include <stdlib.h>
 
@@ -26,6 +29,8 @@
 #include "../rma/results.hpp"
 #include "gpucomm/gpucomm.hpp"
 #include "gpucomm/messaging/messenger.hpp"
+#include "ep_kernels.cuh"
+#include "gpucomm/messaging/endpoints.hpp"
 #include "msg_kernels.cuh"
 
 #ifndef GPUCOMM_GIT_COMMIT
@@ -36,6 +41,7 @@ using namespace gpucomm;
 using bench::ck;
 using bench::Result;
 using msg_bench::Fail;
+namespace ep = gpucomm::msg::ep;
 
 namespace {
 
@@ -50,6 +56,8 @@ constexpr int kDepths[] = {1024, 4096};
 struct Bench : bench::Harness {
   bool quick;
   msg::Messenger& m;
+  msg::Endpoints& eps;
+  uint64_t ep_launches = 0;
   msg::CommHandle mpi, nas;  // communicators in mode mpi and no_any_source
   DeviceHandle h;
   int iters;
@@ -61,8 +69,14 @@ struct Bench : bench::Harness {
   char* big_dst = nullptr;  // heap
   Fail* fail = nullptr;
 
-  Bench(Runtime& r, msg::Messenger& mm, const msg::Comm& cm, const msg::Comm& cn, bool q)
-      : Harness(r, q ? 5 : 11), quick(q), m(mm), mpi(cm.device()), nas(cn.device()), h(r.device_handle()) {
+  Bench(Runtime& r, msg::Messenger& mm, msg::Endpoints& e, const msg::Comm& cm, const msg::Comm& cn, bool q)
+      : Harness(r, q ? 5 : 11),
+        quick(q),
+        m(mm),
+        eps(e),
+        mpi(cm.device()),
+        nas(cn.device()),
+        h(r.device_handle()) {
     iters = quick ? 1000 : 5000;
     ck(cudaMalloc(&flags, 256 * sizeof(uint64_t)), "cudaMalloc");
     ck(cudaMemset(flags, 0, 256 * sizeof(uint64_t)), "cudaMemset");
@@ -277,6 +291,70 @@ struct Bench : bench::Harness {
     (void)cudaFree(idle);
     (void)cudaFree(idle_buf);
   }
+
+  // ---- endpoints ----
+
+  template <class C>
+  void ep_pingpong_at(const char* name, const char* level, int threads, bool unexpected) {
+    const ep::EndpointsHandle eh = eps.device();
+    round_trip(name, level, [&] {
+      msg_bench::k_ep_pingpong<C><<<2, threads, 0, s>>>(eh, flags + 64, iters, base, ++ep_launches, unexpected, fail);
+    });
+    eps.check_device();
+  }
+
+  template <uint32_t kRecvs>
+  void ep_rate_point(bool any, int senders, int idle, int rounds, Result& del, Result& all, const std::string& what) {
+    using State = msg_bench::RateState<kRecvs>;
+    const size_t smem = sizeof(State);
+    ck(cudaFuncSetAttribute(msg_bench::k_ep_rate<kRecvs>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            static_cast<int>(smem)),
+       "cudaFuncSetAttribute");
+    const int per = kRateWindow / senders;
+    const double msgs = static_cast<double>(senders) * per * rounds;
+    for (int t = 0; t <= trials; ++t) {  // trial 0 warms up
+      msg_bench::EpRateArgs a{eps.device(), senders, per,         rounds, any ? 1 : 0, idle,    rate_sbuf,
+                              rate_rbuf,    flags + 128, base, rate_ns, fail};
+      timed(1, [&] { msg_bench::k_ep_rate<kRecvs><<<senders + 1, 32, smem, s>>>(a); });
+      base += static_cast<uint64_t>(rounds);
+      check_fail(what);
+      eps.check_device();
+      unsigned long long got[2] = {0, 0};
+      ck(cudaMemcpy(got, rate_ns, sizeof got, cudaMemcpyDeviceToHost), "cudaMemcpy");
+      if (t == 0) continue;
+      if (got[1] == 0) throw std::runtime_error(what + ": the receiver reported no time");
+      del.samples.push_back(msgs * 1e3 / static_cast<double>(got[1]));
+      all.samples.push_back(msgs * 1e3 / static_cast<double>(got[0] + got[1]));
+    }
+  }
+
+  void endpoints() {
+    ep_pingpong_at<coop::Thread>("ep_rt", "thread", 32, false);
+    ep_pingpong_at<coop::Warp>("ep_rt", "warp", 32, false);
+    ep_pingpong_at<coop::Block>("ep_rt", "block", 256, false);
+    ep_pingpong_at<coop::Thread>("ep_rt_unexpected", "thread", 32, true);
+    ep_pingpong_at<coop::Warp>("ep_rt_unexpected", "warp", 32, true);
+    ep_pingpong_at<coop::Block>("ep_rt_unexpected", "block", 256, true);
+    rate_buffers();
+    const int rounds = quick ? 8 : 32;
+    for (int any = 0; any < 2; ++any) {
+      const char* mode = any ? "mpi" : "no_any_source";
+      for (int senders : {8, 32, 128}) {
+        Result del{"ep_rate", mode, 8, senders, "Mmsg/s", {}}, all{"ep_rate_with_posting", mode, 8, senders, "Mmsg/s", {}};
+        ep_rate_point<1024>(any != 0, senders, 0, rounds, del, all,
+                            std::string("endpoints rate ") + mode + " " + std::to_string(senders) + " senders");
+        add(std::move(del));
+        add(std::move(all));
+      }
+      for (int d : kDepths) {
+        Result del{"ep_rate_depth", mode, 8, d, "Mmsg/s", {}}, all{"ep_rate_depth_with_posting", mode, 8, d, "Mmsg/s", {}};
+        ep_rate_point<4096>(any != 0, 32, d - kRateWindow, rounds, del, all,
+                            std::string("endpoints depth ") + mode + " " + std::to_string(d));
+        add(std::move(del));
+        add(std::move(all));
+      }
+    }
+  }
 };
 
 }  // namespace
@@ -296,7 +374,7 @@ int main(int argc, char** argv) {
     } else if (a == "-h" || a == "--help") {
       std::printf(
           "usage: gpucomm run -n 1 -- gpucomm-bench-msg [--quick] "
-          "[--only floors,pingpong,unexpected,rendezvous,rate,depth,steps] [--json FILE]\n"
+          "[--only floors,pingpong,unexpected,rendezvous,rate,depth,steps,endpoints] [--json FILE]\n"
           "`gpucomm bench msg` runs each section in a process of its own and prints the targets.\n");
       return 0;
     } else {
@@ -326,7 +404,9 @@ int main(int argc, char** argv) {
     msg::Messenger m(rt, mo);
     const msg::Comm cm = m.world();
     const msg::Comm cn = m.world(msg::CommOptions{msg::Mode::no_any_source});
-    Bench b(rt, m, cm, cn, quick);
+    // Endpoints: 2 per PE, 64-slot rings (the most), 8-byte records (32 bytes a slot).
+    msg::Endpoints eps(rt, msg::EndpointsOptions{2, 64, 8});
+    Bench b(rt, m, eps, cm, cn, quick);
     try {
       if (wanted("floors")) b.floors();
       if (wanted("pingpong")) b.pingpong(false);
@@ -335,8 +415,10 @@ int main(int argc, char** argv) {
       if (wanted("steps")) b.steps();
       if (wanted("rate")) b.rate();
       if (wanted("depth")) b.depth();
+      if (wanted("endpoints")) b.endpoints();
     } catch (const std::exception&) {
       m.check_device();  // the messaging layer's record names the wait that failed
+      eps.check_device();
       throw;
     }
     if (!json.empty() &&

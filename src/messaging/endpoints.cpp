@@ -341,6 +341,11 @@ ep::Status Endpoints::Owner::recv(void* buf, size_t capacity, int src, int tag) 
   return wait(irecv(buf, capacity, src, tag));
 }
 
+void Endpoints::Owner::cancel(uint16_t id) {
+  const HostEpBackend b{eps_->handle, eps_->rt, "Endpoints::Owner::cancel"};
+  ep::proto::cancel(b, *st_, id);
+}
+
 bool Endpoints::Owner::iprobe(int src, int tag, ep::Status* status) {
   const HostEpBackend b{eps_->handle, eps_->rt, "Endpoints::Owner::iprobe"};
   return ep::proto::iprobe(b, eps_->handle, *st_, src, tag, status);

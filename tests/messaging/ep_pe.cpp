@@ -289,7 +289,18 @@ void scenario_api(Runtime& rt, const msg::EndpointsOptions& o) {
     while (!owner->test(id, &st)) {
     }
     EP_CHECK(st.tag == 7 && st.source == prev, "test: tag %d src %d", st.tag, st.source);
-    // Ownership: one owner at a time.
+    // cancel: a posted receive completes cancelled; a matched one keeps its message.
+    const uint16_t c1 = owner->irecv(in, sizeof in, prev, 77);
+    owner->cancel(c1);
+    st = owner->wait(c1);
+    EP_CHECK(st.error == ep::kErrCancelled && st.bytes == 0, "cancelled: error %u bytes %u", st.error, st.bytes);
+    eps.send(next, 0, 78, out, 8);
+    owner->probe(prev, 78);                                     // drained: now an unexpected message
+    const uint16_t c2 = owner->irecv(in, sizeof in, prev, 78);  // which the receive takes at once
+    owner->cancel(c2);
+    st = owner->wait(c2);
+    EP_CHECK(st.error == 0 && st.bytes == 8 && st.tag == 78, "cancel after match: error %u bytes %u", st.error, st.bytes);
+        // Ownership: one owner at a time.
     expect_error("own twice", Errc::invalid_argument, "already owned", [&] { eps.own(0); });
     // close with a receive not waited for.
     const uint16_t pending = owner->irecv(in, sizeof in, prev, 8);

@@ -66,6 +66,8 @@ class Endpoints::Owner {
   bool test(uint16_t id, ep::Status* status = nullptr);
   ep::Status wait(uint16_t id);
   ep::Status recv(void* buf, size_t capacity, int src, int tag);
+  // A receive no message matched yet completes with error kErrCancelled.
+  void cancel(uint16_t id);
   bool iprobe(int src, int tag, ep::Status* status = nullptr);
   ep::Status probe(int src, int tag);
   uint32_t progress();

@@ -9,6 +9,7 @@
 //   ep::irecv(g, h, st, buf, capacity, src, tag)     a request id; src may be kAnySource, tag kAnyTag
 //   ep::wait(g, h, st, id) / ep::test(g, h, st, id, &status)
 //   ep::recv(g, h, st, buf, capacity, src, tag)      irecv + wait
+//   ep::cancel(g, h, st, id)                         a posted receive completes with kErrCancelled
 //   ep::iprobe(g, h, st, src, tag, &status) / ep::probe(g, h, st, src, tag)
 //   ep::progress(g, h, st)                           drains the rings (waits and tests do it too)
 //
@@ -275,6 +276,13 @@ __device__ inline bool test(G g, const EndpointsHandle& h, S& st, uint16_t id, S
     coop::sync(g);
     return done;
   }
+}
+
+template <class G, class S>
+__device__ inline void cancel(G g, const EndpointsHandle& h, S& st, uint16_t id) {
+  coop::sync(g);
+  if (detail::leader(g)) proto::cancel(detail::backend(h), st, id);
+  coop::sync(g);
 }
 
 template <class G, class S>

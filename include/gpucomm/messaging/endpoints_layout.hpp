@@ -81,7 +81,8 @@ static_assert(std::is_trivially_copyable_v<EndpointsHandle> && std::is_standard_
               "EndpointsHandle is passed to kernels by value");
 
 // What a completed receive or a probe reports. `error` is kErrTruncated when the message was longer
-// than the receive's buffer (its first `capacity` bytes were delivered; `bytes` is the sent length).
+// than the receive's buffer (its first `capacity` bytes were delivered; `bytes` is the sent length),
+// kErrCancelled when the receive was cancelled (nothing delivered).
 struct Status {
   int32_t source;
   int32_t tag;
@@ -90,6 +91,7 @@ struct Status {
 };
 inline constexpr uint32_t kErrNone = 0;
 inline constexpr uint32_t kErrTruncated = 1;
+inline constexpr uint32_t kErrCancelled = 2;  // cancel() took the receive back before a message matched it
 
 // Words of a record for `max_bytes` of payload.
 GPUCOMM_MSG_FN constexpr uint32_t record_words(uint32_t max_bytes) {

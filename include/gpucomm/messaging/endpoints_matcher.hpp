@@ -186,6 +186,25 @@ GPUCOMM_MSG_FN uint16_t take_posted(S& st, int32_t src, int32_t tag) {
   return best;
 }
 
+// Takes posted receive `id` out of its bin (a cancel). O(length of its bin).
+template <class S>
+GPUCOMM_MSG_FN void unlink_posted(S& st, uint16_t id) {
+  const uint32_t b = bin_of<S>(st.recv[id].src, st.recv[id].tag);
+  uint16_t prev = kNone;
+  for (uint16_t i = st.bin_head[b]; i != kNone; prev = i, i = st.recv[i].next) {
+    if (i != id) continue;
+    const uint16_t nx = st.recv[i].next;
+    if (prev == kNone) {
+      st.bin_head[b] = nx;
+    } else {
+      st.recv[prev].next = nx;
+    }
+    if (st.bin_tail[b] == id) st.bin_tail[b] = prev;
+    --st.posted;
+    return;
+  }
+}
+
 template <class S>
 GPUCOMM_MSG_FN bool umq_full(const S& st) {
   return st.umq_tail - st.umq_head >= S::unexp;

@@ -363,6 +363,19 @@ GPUCOMM_MSG_FN Status wait(const B& b, const EndpointsHandle& h, S& st, uint16_t
   return finish(st, id);
 }
 
+// Cancels receive `id`: a posted one completes at once with kErrCancelled (its wait or test
+// returns that status); one that a message already matched keeps its message.
+template <class B, class S>
+GPUCOMM_MSG_FN void cancel(const B& b, S& st, uint16_t id) {
+  check_request(b, st, id);
+  Recv& r = st.recv[id];
+  if (r.state != kRecvPosted) return;
+  unlink_posted(st, id);
+  r.seq = 0;
+  r.error = static_cast<uint8_t>(kErrCancelled);
+  r.state = kRecvDone;
+}
+
 // Whether a message compatible with (src, tag) arrived, and its envelope; it stays for a receive.
 template <class B, class S>
 GPUCOMM_MSG_FN bool iprobe(const B& b, const EndpointsHandle& h, S& st, int src, int tag, Status* status) {
