@@ -62,6 +62,36 @@ __global__ void k_ep_pingpong(ep::EndpointsHandle h, uint64_t* lines, int iters,
   ep::close(c, h, st);
 }
 
+// The latency of each call of one group messaging its own endpoint: ns[0..2] sum irecv, send
+// (8 B to itself) and the wait that drains and delivers it (%globaltimer around each, leader).
+template <class C>
+__global__ void k_ep_steps(ep::EndpointsHandle h, uint64_t* lines, int iters, unsigned long long* ns, Fail* f) {
+  C c;
+  if (!acts(c)) return;
+  __shared__ PingState st;
+  ep::open(c, h, 0, st);
+  unsigned long long t_irecv = 0, t_send = 0, t_wait = 0;
+  for (int i = 1; i <= iters; ++i) {
+    const uint64_t t0 = mem::globaltimer();
+    const uint16_t r = ep::irecv(c, h, st, lines + 16, 8, 0, 1);
+    const uint64_t t1 = mem::globaltimer();
+    if (leader(c)) lines[0] = static_cast<uint64_t>(i);
+    ep::send(c, h, lines, 8, 0, 0, 1);
+    const uint64_t t2 = mem::globaltimer();
+    ep::wait(c, h, st, r);
+    const uint64_t t3 = mem::globaltimer();
+    t_irecv += t1 - t0;
+    t_send += t2 - t1;
+    t_wait += t3 - t2;
+  }
+  ep::close(c, h, st);
+  if (leader(c)) {
+    ns[0] = t_irecv;
+    ns[1] = t_send;
+    ns[2] = t_wait;
+  }
+}
+
 // The rate state: up to 4096 receives in flight (dynamic shared memory), 64 bins per class.
 template <uint32_t kRecvs>
 using RateState = ep::OwnerState<kRecvs, 8, 64, 64>;
@@ -77,7 +107,8 @@ struct EpRateArgs {
   uint64_t* rbuf;  // [senders * per]
   uint64_t* go;
   uint64_t go_base;
-  unsigned long long* ns;  // [2]: posting time, delivery time (sums over the rounds)
+  unsigned long long* ns;  // [5]: posting time, delivery time (sums over the rounds), drain passes, records
+                           // drained by them, senders' ns inside send (sum over sends)
   Fail* f;
 };
 
@@ -94,10 +125,14 @@ __global__ void k_ep_rate(EpRateArgs a) {
     uint64_t* out = a.sbuf + static_cast<size_t>(s) * 16;
     for (int round = 0; round < a.rounds; ++round) {
       if (!group_wait(c, a.go, a.go_base + static_cast<uint64_t>(round) + 1, a.f)) return;
+      unsigned long long in_send = 0;
       for (int k = 0; k < a.per; ++k) {
         if (leader(c)) out[0] = (static_cast<uint64_t>(s) << 32) | static_cast<uint64_t>(round * a.per + k);
+        const uint64_t t0 = mem::globaltimer();
         ep::send(c, a.h, out, 8, 0, 0, s);
+        in_send += mem::globaltimer() - t0;
       }
+      if (leader(c)) atomicAdd(&a.ns[4], in_send);
     }
     return;
   }
@@ -106,11 +141,12 @@ __global__ void k_ep_rate(EpRateArgs a) {
   __shared__ uint16_t ids[1024];
   __shared__ uint16_t idle_ids[4096 - 768];
   ep::open(c, a.h, 0, st);
+  if (leader(c)) a.ns[4] = 0;
   for (int j = 0; j < a.idle; ++j) {
     const int src = a.any_source && (j & 1) ? ep::kAnySource : 0;
     idle_ids[j] = ep::irecv(c, a.h, st, a.rbuf + w, 8, src, 1000 + j);
   }
-  unsigned long long posting = 0, delivery = 0;
+  unsigned long long posting = 0, delivery = 0, passes = 0, records = 0;
   const int source = a.any_source ? ep::kAnySource : 0;
   for (int round = 0; round < a.rounds; ++round) {
     const uint64_t t0 = mem::globaltimer();
@@ -121,6 +157,14 @@ __global__ void k_ep_rate(EpRateArgs a) {
     __syncwarp();
     const uint64_t t1 = mem::globaltimer();
     if (leader(c)) mem::store<mem::kDevice>(a.go, a.go_base + static_cast<uint64_t>(round) + 1, mem::release);
+    // Drain until every message of the window was taken (passes and records counted), then the
+    // waits find their receives done.
+    for (uint32_t got = 0; got < static_cast<uint32_t>(w);) {
+      const uint32_t n = ep::progress(c, a.h, st);
+      got += n;
+      passes += 1;
+      records += n;
+    }
     for (int j = 0; j < w; ++j) ep::wait(c, a.h, st, ids[j]);
     const uint64_t t2 = mem::globaltimer();
     posting += t1 - t0;
@@ -142,6 +186,8 @@ __global__ void k_ep_rate(EpRateArgs a) {
   if (leader(c)) {
     a.ns[0] = posting;
     a.ns[1] = delivery;
+    a.ns[2] = passes;
+    a.ns[3] = records;
   }
 }
 

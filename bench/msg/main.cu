@@ -246,7 +246,7 @@ struct Bench : bench::Harness {
     ck(cudaMalloc(&rate_sbuf, size_t(128) * 16 * sizeof(uint64_t)), "cudaMalloc");
     ck(cudaMalloc(&rate_rbuf, 1024 * sizeof(uint64_t)), "cudaMalloc");
     ck(cudaMalloc(&rate_reqs, 1024 * sizeof(msg::Request)), "cudaMalloc");
-    ck(cudaMalloc(&rate_ns, 2 * sizeof(unsigned long long)), "cudaMalloc");
+    ck(cudaMalloc(&rate_ns, 8 * sizeof(unsigned long long)), "cudaMalloc");
   }
 
   void rate() {
@@ -304,7 +304,8 @@ struct Bench : bench::Harness {
   }
 
   template <uint32_t kRecvs>
-  void ep_rate_point(bool any, int senders, int idle, int rounds, Result& del, Result& all, const std::string& what) {
+  void ep_rate_point(bool any, int senders, int idle, int rounds, Result& del, Result& all, const std::string& what,
+                     Result* per_pass = nullptr, Result* send_ns = nullptr) {
     using State = msg_bench::RateState<kRecvs>;
     const size_t smem = sizeof(State);
     ck(cudaFuncSetAttribute(msg_bench::k_ep_rate<kRecvs>, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -319,16 +320,41 @@ struct Bench : bench::Harness {
       base += static_cast<uint64_t>(rounds);
       check_fail(what);
       eps.check_device();
-      unsigned long long got[2] = {0, 0};
+      unsigned long long got[5] = {0, 0, 0, 0, 0};
       ck(cudaMemcpy(got, rate_ns, sizeof got, cudaMemcpyDeviceToHost), "cudaMemcpy");
       if (t == 0) continue;
       if (got[1] == 0) throw std::runtime_error(what + ": the receiver reported no time");
       del.samples.push_back(msgs * 1e3 / static_cast<double>(got[1]));
       all.samples.push_back(msgs * 1e3 / static_cast<double>(got[0] + got[1]));
+      if (per_pass && got[2]) per_pass->samples.push_back(static_cast<double>(got[3]) / static_cast<double>(got[2]));
+      if (send_ns) send_ns->samples.push_back(static_cast<double>(got[4]) / msgs);
     }
   }
 
+  template <class C>
+  void ep_steps_at(const char* level, int threads) {
+    unsigned long long* ns = nullptr;
+    ck(cudaMalloc(&ns, 3 * sizeof(unsigned long long)), "cudaMalloc");
+    Result r[3] = {{"ep_step_irecv_ns", level, 8, 1, "ns", {}},
+                   {"ep_step_send_ns", level, 8, 1, "ns", {}},
+                   {"ep_step_wait_ns", level, 8, 1, "ns", {}}};
+    for (int t = 0; t <= trials; ++t) {  // trial 0 warms up
+      timed(1, [&] { msg_bench::k_ep_steps<C><<<1, threads, 0, s>>>(eps.device(), flags + 64, iters, ns, fail); });
+      check_fail(std::string("endpoint steps (") + level + ")");
+      eps.check_device();
+      unsigned long long got[3] = {0, 0, 0};
+      ck(cudaMemcpy(got, ns, sizeof got, cudaMemcpyDeviceToHost), "cudaMemcpy");
+      if (t == 0) continue;
+      for (int k = 0; k < 3; ++k) r[k].samples.push_back(static_cast<double>(got[k]) / iters);
+    }
+    for (auto& x : r) add(std::move(x));
+    (void)cudaFree(ns);
+  }
+
   void endpoints() {
+    ep_steps_at<coop::Thread>("thread", 32);
+    ep_steps_at<coop::Warp>("warp", 32);
+    ep_steps_at<coop::Block>("block", 256);
     ep_pingpong_at<coop::Thread>("ep_rt", "thread", 32, false);
     ep_pingpong_at<coop::Warp>("ep_rt", "warp", 32, false);
     ep_pingpong_at<coop::Block>("ep_rt", "block", 256, false);
@@ -341,10 +367,14 @@ struct Bench : bench::Harness {
       const char* mode = any ? "mpi" : "no_any_source";
       for (int senders : {8, 32, 128}) {
         Result del{"ep_rate", mode, 8, senders, "Mmsg/s", {}}, all{"ep_rate_with_posting", mode, 8, senders, "Mmsg/s", {}};
+        Result pp{"ep_rate_records_per_pass", mode, 8, senders, "records", {}};
+        Result sn{"ep_rate_send_ns", mode, 8, senders, "ns", {}};
         ep_rate_point<1024>(any != 0, senders, 0, rounds, del, all,
-                            std::string("endpoints rate ") + mode + " " + std::to_string(senders) + " senders");
+                            std::string("endpoints rate ") + mode + " " + std::to_string(senders) + " senders", &pp, &sn);
         add(std::move(del));
         add(std::move(all));
+        add(std::move(pp));
+        add(std::move(sn));
       }
       for (int d : kDepths) {
         Result del{"ep_rate_depth", mode, 8, d, "Mmsg/s", {}}, all{"ep_rate_depth_with_posting", mode, 8, d, "Mmsg/s", {}};

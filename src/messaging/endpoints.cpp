@@ -213,6 +213,7 @@ Endpoints::Endpoints(Runtime& rt, const EndpointsOptions& o) : impl_(std::make_u
   h.lay = m.lay;
   h.region = m.region;
   h.timeout_ns = static_cast<uint64_t>(env::wait_timeout_ms()) * 1000000ull;
+  for (size_t pe = 0; pe < m.peers.size() && pe < static_cast<size_t>(ep::kNearPes); ++pe) h.near[pe] = m.peers[pe];
   if (m.gpu) {
     check_cuda(cudaMemset(m.region, 0, m.lay.bytes), "cudaMemset", "endpoint rings");
     void* p = nullptr;

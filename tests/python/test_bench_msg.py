@@ -48,7 +48,7 @@ def test_host_pes_json(run_gpucomm, tmp_path):
             assert col in row, (key, col)
         assert row["bytes"] == 8 and row["samples"] >= 5 and row["median"] > 0, row
     # The GPU sections are named as skipped on host PEs, not reported as failures.
-    assert set(doc["errors"]) == {"floors", "unexpected", "rendezvous", "depth", "steps"}
+    assert set(doc["errors"]) == {"floors", "unexpected", "rendezvous", "depth", "steps", "endpoints"}
     assert all(e.startswith("skipped") for e in doc["errors"].values())
 
 
@@ -95,6 +95,24 @@ def test_gpu_report_from_rows(build):
     assert ts["rate at depth 4096 (mpi) >= 2/3 of the rate at 768 (32 sending warps)"]["met"] is False
     text = "\n".join(msg.table(res) + msg.target_lines(msg.targets(res)))
     assert "MISSED" in text and "section rate: exit code 1" in text
+    assert msg.endpoint_lines(res) == []  # no endpoints section measured: nothing printed beside
+    # The endpoints' numbers beside the targets (the targets themselves stay the communicator's).
+    for lv, (rt, un) in {"thread": (2.2, 2.5), "warp": (4.0, 4.1), "block": (3.0, 5.0)}.items():
+        rows.append({"name": "ep_rt", "level": lv, "bytes": 8, "ctas": 2, "median": rt})
+        rows.append({"name": "ep_rt_unexpected", "level": lv, "bytes": 8, "ctas": 2, "median": un})
+    for mode in ("no_any_source", "mpi"):
+        for n in (8, 32, 128):
+            rows.append({"name": "ep_rate", "level": mode, "bytes": 8, "ctas": n, "median": 30.0})
+            rows.append({"name": "ep_rate_with_posting", "level": mode, "bytes": 8, "ctas": n, "median": 20.0})
+        rows.append({"name": "ep_rate_depth", "level": mode, "bytes": 8, "ctas": 4096, "median": 12.0})
+    assert {t["target"]: t["value"] for t in msg.targets(res)} == {t["target"]: t["value"] for t in ts.values()}
+    beside = "\n".join(msg.endpoint_lines(res))
+    assert "endpoints 8 B round trip (thread) <= 2.5x flag: 2.20 vs 2.50 us -> within" in beside
+    assert "endpoints 8 B round trip (warp) <= 3.0x flag: 4.00 vs 3.30 us -> beyond" in beside
+    assert "endpoints unexpected path (block) <= 1.3x pre-posted: 5.00 vs 3.90 us -> beyond" in beside
+    assert "endpoints rate at depth 4096, mpi >= 20 M/s: 12.00 vs 20.00 Mmsg/s -> beyond" in beside
+    table = "\n".join(msg.table(res))
+    assert "endpoints, receives pre-posted" in table and "the same rate through endpoints" in table
 
 
 def test_anchors_without_gpu_are_not_available(run_gpucomm, tmp_path):

@@ -31,9 +31,38 @@ namespace gpucomm::msg::ep {
 
 namespace detail {
 
+// Records the failure (the endpoints' record, then the base record) and traps. Out of line, with
+// every value passed by value, so that no caller's handle has its address taken.
+__device__ __noinline__ inline void ep_fail(EpDiag* diag, DeviceDiag* base, int rank, Fail f, int peer, int ep,
+                                            const void* addr, uint64_t expected, uint64_t seen, uint64_t elapsed) {
+  if (diag && mem::compare_exchange<mem::kSystem>(&diag->state, 0u, 1u, mem::relaxed) == 0u) {
+    diag->fail = static_cast<uint32_t>(f);
+    diag->peer = peer;
+    diag->ep = ep;
+    diag->expected = expected;
+    diag->seen = seen;
+    diag->elapsed_ns = elapsed;
+    diag->rank = rank;
+    diag->block = blockIdx.x;
+    diag->thread = threadIdx.x;
+    mem::store<mem::kSystem>(&diag->state, 2u, mem::release);
+  }
+  DeviceFault df = DeviceFault::bad_argument;
+  if (f == Fail::credit_timeout || f == Fail::recv_timeout) df = DeviceFault::timeout;
+  if (f == Fail::aborted) df = DeviceFault::aborted;
+  DeviceHandle d{};
+  d.rank = rank;
+  d.diag = base;
+  gpucomm::detail::fail(d, df, DeviceOp::message, peer, addr, Cmp::eq, expected, seen, elapsed);
+}
+
+// The device memory backend; holds values only (see ep_fail).
 struct DeviceEpBackend {
-  const EndpointsHandle& h;
   EpDiag* diag;
+  DeviceDiag* base_diag;
+  const uint32_t* job_state;
+  uint64_t timeout_ns;
+  int32_t rank;
 
   __device__ static void ld2(const uint64_t* p, uint64_t& a, uint64_t& b) {
     asm volatile("ld.relaxed.sys.global.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "l"(p) : "memory");
@@ -50,36 +79,22 @@ struct DeviceEpBackend {
   }
   __device__ static uint64_t now() { return mem::globaltimer(); }
 
-  __device__ __noinline__ void fail(Fail f, int peer, int ep, const void* addr, uint64_t expected, uint64_t seen,
-                                    uint64_t elapsed = 0) const {
-    if (diag && mem::compare_exchange<mem::kSystem>(&diag->state, 0u, 1u, mem::relaxed) == 0u) {
-      diag->fail = static_cast<uint32_t>(f);
-      diag->peer = peer;
-      diag->ep = ep;
-      diag->expected = expected;
-      diag->seen = seen;
-      diag->elapsed_ns = elapsed;
-      diag->rank = h.rank;
-      diag->block = blockIdx.x;
-      diag->thread = threadIdx.x;
-      mem::store<mem::kSystem>(&diag->state, 2u, mem::release);
-    }
-    DeviceFault df = DeviceFault::bad_argument;
-    if (f == Fail::credit_timeout || f == Fail::recv_timeout) df = DeviceFault::timeout;
-    if (f == Fail::aborted) df = DeviceFault::aborted;
-    gpucomm::detail::fail(h.dev, df, DeviceOp::message, peer, addr, Cmp::eq, expected, seen, elapsed);
+  __device__ __forceinline__ void fail(Fail f, int peer, int ep, const void* addr, uint64_t expected, uint64_t seen,
+                                       uint64_t elapsed = 0) const {
+    ep_fail(diag, base_diag, rank, f, peer, ep, addr, expected, seen, elapsed);
   }
   // The periodic part of a wait: the job's state, then the timeout.
-  __device__ void check_wait(uint64_t start, Fail f, int peer, int ep, const void* addr, uint64_t expected,
-                             uint64_t seen) const {
+  __device__ __forceinline__ void check_wait(uint64_t start, Fail f, int peer, int ep, const void* addr,
+                                             uint64_t expected, uint64_t seen) const {
     const uint64_t waited = now() - start;
-    if (const uint32_t j = gpucomm::detail::job_failed(h.dev)) fail(Fail::aborted, peer, ep, addr, expected, j - 1, waited);
-    if (h.timeout_ns != 0 && waited > h.timeout_ns) fail(f, peer, ep, addr, expected, seen, waited);
+    const uint32_t j = job_state ? mem::load<mem::kSystem>(job_state, mem::relaxed) : 0u;
+    if (j != 0) fail(Fail::aborted, peer, ep, addr, expected, j - 1, waited);
+    if (timeout_ns != 0 && waited > timeout_ns) fail(f, peer, ep, addr, expected, seen, waited);
   }
 };
 
-__device__ inline DeviceEpBackend backend(const EndpointsHandle& h) {
-  return DeviceEpBackend{h, h.diag};
+__device__ __forceinline__ DeviceEpBackend backend(const EndpointsHandle& h) {
+  return DeviceEpBackend{h.diag, h.dev.diag, h.dev.job_state, h.timeout_ns, h.rank};
 }
 
 __device__ __forceinline__ bool leader(coop::Thread) {
@@ -96,7 +111,7 @@ __device__ __forceinline__ bool leader(coop::Block) {
 // (records of at most 8 bytes; a longer one ends the prefix and is taken by the leader) goes
 // through the matcher in ticket order on lane 0. Returns the records taken (all lanes).
 template <class S>
-__device__ uint32_t drain_sender_warp(const DeviceEpBackend& b, const EndpointsHandle& h, S& st, uint32_t s) {
+__device__ __forceinline__ uint32_t drain_sender_warp(const DeviceEpBackend& b, const EndpointsHandle& h, S& st, uint32_t s) {
   const uint32_t lane = coop::lane_id();
   uint32_t total = 0;
   for (;;) {
@@ -147,7 +162,7 @@ __device__ uint32_t drain_sender_warp(const DeviceEpBackend& b, const EndpointsH
 }
 
 template <class S>
-__device__ uint32_t progress_warp(const DeviceEpBackend& b, const EndpointsHandle& h, S& st) {
+__device__ __forceinline__ uint32_t progress_warp(const DeviceEpBackend& b, const EndpointsHandle& h, S& st) {
   uint32_t n = 0;
   for (uint32_t s = 0; s < st.senders; ++s) n += drain_sender_warp(b, h, st, s);
   return n;
@@ -158,7 +173,7 @@ __device__ uint32_t progress_warp(const DeviceEpBackend& b, const EndpointsHandl
 // ---- sending ---------------------------------------------------------------------------------------
 
 template <class G>
-__device__ inline void send(G g, const EndpointsHandle& h, const void* buf, uint32_t bytes, int pe, int ep, int tag) {
+__device__ __forceinline__ void send(G g, const EndpointsHandle& h, const void* buf, uint32_t bytes, int pe, int ep, int tag) {
   coop::sync(g);  // the group's writes of buf come before the leader reads it
   if (detail::leader(g)) proto::send(detail::backend(h), h, pe, ep, tag, buf, bytes);
   coop::sync(g);  // the buffer is free for every thread of the group
@@ -167,13 +182,13 @@ __device__ inline void send(G g, const EndpointsHandle& h, const void* buf, uint
 // ---- owning ----------------------------------------------------------------------------------------
 
 template <class G, class S>
-__device__ inline void open(G g, const EndpointsHandle& h, int ep, S& st) {
+__device__ __forceinline__ void open(G g, const EndpointsHandle& h, int ep, S& st) {
   if (detail::leader(g)) proto::open(detail::backend(h), h, ep, st);
   coop::sync(g);
 }
 
 template <class G, class S>
-__device__ inline void close(G g, const EndpointsHandle& h, S& st) {
+__device__ __forceinline__ void close(G g, const EndpointsHandle& h, S& st) {
   coop::sync(g);
   if (detail::leader(g)) proto::close(detail::backend(h), h, st);
   coop::sync(g);
@@ -181,15 +196,15 @@ __device__ inline void close(G g, const EndpointsHandle& h, S& st) {
 
 // Thread and block level: the elected thread drains one record at a time; a warp drains 32.
 template <class S>
-__device__ inline uint32_t progress(coop::Thread, const EndpointsHandle& h, S& st) {
+__device__ __forceinline__ uint32_t progress(coop::Thread, const EndpointsHandle& h, S& st) {
   return proto::progress(detail::backend(h), h, st);
 }
 template <class S>
-__device__ inline uint32_t progress(coop::Warp, const EndpointsHandle& h, S& st) {
+__device__ __forceinline__ uint32_t progress(coop::Warp, const EndpointsHandle& h, S& st) {
   return detail::progress_warp(detail::backend(h), h, st);
 }
 template <class S>
-__device__ inline uint32_t progress(coop::Block, const EndpointsHandle& h, S& st) {
+__device__ __forceinline__ uint32_t progress(coop::Block, const EndpointsHandle& h, S& st) {
   __shared__ uint32_t n;
   if (coop::warp_id() == 0) {
     const uint32_t k = detail::progress_warp(detail::backend(h), h, st);
@@ -200,7 +215,7 @@ __device__ inline uint32_t progress(coop::Block, const EndpointsHandle& h, S& st
 }
 
 template <class G, class S>
-__device__ inline uint16_t irecv(G g, const EndpointsHandle& h, S& st, void* buf, uint32_t capacity, int src, int tag) {
+__device__ __forceinline__ uint16_t irecv(G g, const EndpointsHandle& h, S& st, void* buf, uint32_t capacity, int src, int tag) {
   __shared__ uint16_t id_out;
   uint16_t id = 0;
   if (detail::leader(g)) id = proto::irecv(detail::backend(h), h, st, buf, capacity, src, tag);
@@ -219,7 +234,7 @@ __device__ inline uint16_t irecv(G g, const EndpointsHandle& h, S& st, void* buf
 
 // Waits for receive `id`: the group drains the rings until the owner state marks it done.
 template <class G, class S>
-__device__ inline Status wait(G g, const EndpointsHandle& h, S& st, uint16_t id) {
+__device__ __forceinline__ Status wait(G g, const EndpointsHandle& h, S& st, uint16_t id) {
   const auto b = detail::backend(h);
   if constexpr (std::is_same_v<G, coop::Thread>) {
     return proto::wait(b, h, st, id);
@@ -254,12 +269,12 @@ __device__ inline Status wait(G g, const EndpointsHandle& h, S& st, uint16_t id)
 }
 
 template <class G, class S>
-__device__ inline Status recv(G g, const EndpointsHandle& h, S& st, void* buf, uint32_t capacity, int src, int tag) {
+__device__ __forceinline__ Status recv(G g, const EndpointsHandle& h, S& st, void* buf, uint32_t capacity, int src, int tag) {
   return ep::wait(g, h, st, ep::irecv(g, h, st, buf, capacity, src, tag));
 }
 
 template <class G, class S>
-__device__ inline bool test(G g, const EndpointsHandle& h, S& st, uint16_t id, Status* status) {
+__device__ __forceinline__ bool test(G g, const EndpointsHandle& h, S& st, uint16_t id, Status* status) {
   const auto b = detail::backend(h);
   if constexpr (std::is_same_v<G, coop::Thread>) {
     return proto::test(b, h, st, id, status);
@@ -279,14 +294,14 @@ __device__ inline bool test(G g, const EndpointsHandle& h, S& st, uint16_t id, S
 }
 
 template <class G, class S>
-__device__ inline void cancel(G g, const EndpointsHandle& h, S& st, uint16_t id) {
+__device__ __forceinline__ void cancel(G g, const EndpointsHandle& h, S& st, uint16_t id) {
   coop::sync(g);
   if (detail::leader(g)) proto::cancel(detail::backend(h), st, id);
   coop::sync(g);
 }
 
 template <class G, class S>
-__device__ inline bool iprobe(G g, const EndpointsHandle& h, S& st, int src, int tag, Status* status) {
+__device__ __forceinline__ bool iprobe(G g, const EndpointsHandle& h, S& st, int src, int tag, Status* status) {
   __shared__ Status out_s;
   __shared__ uint32_t found_s;
   Status out{};
@@ -307,7 +322,7 @@ __device__ inline bool iprobe(G g, const EndpointsHandle& h, S& st, int src, int
 }
 
 template <class G, class S>
-__device__ inline Status probe(G g, const EndpointsHandle& h, S& st, int src, int tag) {
+__device__ __forceinline__ Status probe(G g, const EndpointsHandle& h, S& st, int src, int tag) {
   Status out{};
   const uint64_t start = mem::globaltimer();
   for (uint32_t i = 1; !ep::iprobe(g, h, st, src, tag, &out); ++i) {

@@ -23,6 +23,7 @@ inline constexpr uint32_t kMinSlots = 2;
 inline constexpr uint32_t kMaxSlots = 64;  // the owner's consumed mask is one 64-bit word per sender
 inline constexpr uint32_t kMaxBytes = 1024;
 inline constexpr uint32_t kMaxEndpoints = 1024;
+inline constexpr int kNearPes = 8;
 
 // Where each array lives in every PE's region (the same offsets on every PE; `region` below).
 //   ring[E][N][S][W]  at the receiver: records from sender PE n to endpoint e (written by n)
@@ -73,6 +74,7 @@ struct EndpointsHandle {
   Layout lay;
   char* region;              // this PE's region
   char* const* peer_region;  // [size]: each PE's region as mapped here (device memory on GPU PEs)
+  char* near[kNearPes];      // the same for PEs 0..kNearPes-1, by value: no load on a send to them
   uint64_t timeout_ns;       // 0: waits never time out
   EpDiag* diag;              // host-mapped (GPU PEs); null on host PEs
   DeviceHandle dev;          // the failure record and the job-state word (GPU PEs)
@@ -139,6 +141,11 @@ constexpr Layout make_layout(uint32_t pes, uint32_t endpoints, uint32_t slots, u
   off = up(off + uint64_t{endpoints} * 8u);
   l.bytes = off;
   return l;
+}
+
+// PE pe's region as mapped here.
+GPUCOMM_MSG_FN char* region_of(const EndpointsHandle& h, int pe) {
+  return pe < kNearPes ? h.near[pe] : h.peer_region[pe];
 }
 
 // Addresses within a region.

@@ -17,6 +17,16 @@
 #include "gpucomm/messaging/endpoints_layout.hpp"
 #include "gpucomm/messaging/fn.hpp"
 
+// The endpoint code is small: inlined into the calling kernel, the handle's fields stay kernel
+// parameters (a function that took the handle's address would copy it to the stack).
+#ifndef GPUCOMM_EP_FN
+#if defined(__CUDACC__)
+#define GPUCOMM_EP_FN __host__ __device__ __forceinline__
+#else
+#define GPUCOMM_EP_FN inline
+#endif
+#endif
+
 namespace gpucomm::msg::ep {
 
 inline constexpr uint16_t kNone = 0xffffu;
@@ -79,7 +89,7 @@ struct OwnerState {
   uint32_t senders;
 };
 
-GPUCOMM_MSG_FN uint32_t mix(uint32_t v) {
+GPUCOMM_EP_FN uint32_t mix(uint32_t v) {
   v ^= v >> 16;
   v *= 0x7feb352du;
   v ^= v >> 15;
@@ -88,7 +98,7 @@ GPUCOMM_MSG_FN uint32_t mix(uint32_t v) {
 
 // The bin of a receive naming (src, tag), wildcards included.
 template <class S>
-GPUCOMM_MSG_FN uint32_t bin_of(int32_t src, int32_t tag) {
+GPUCOMM_EP_FN uint32_t bin_of(int32_t src, int32_t tag) {
   constexpr uint32_t m = S::buckets - 1;
   if (src != kAnySource && tag != kAnyTag)
     return mix(static_cast<uint32_t>(src) * 0x9e3779b1u ^ static_cast<uint32_t>(tag)) & m;
@@ -97,12 +107,12 @@ GPUCOMM_MSG_FN uint32_t bin_of(int32_t src, int32_t tag) {
   return 3 * S::buckets;
 }
 
-GPUCOMM_MSG_FN bool compatible(int32_t rsrc, int32_t rtag, int32_t src, int32_t tag) {
+GPUCOMM_EP_FN bool compatible(int32_t rsrc, int32_t rtag, int32_t src, int32_t tag) {
   return (rsrc == kAnySource || rsrc == src) && (rtag == kAnyTag || rtag == tag);
 }
 
 template <class S>
-GPUCOMM_MSG_FN void init(S& st, int32_t ep, uint32_t senders) {
+GPUCOMM_EP_FN void init(S& st, int32_t ep, uint32_t senders) {
   for (uint32_t i = 0; i < S::recvs; ++i) {
     st.recv[i].state = kRecvFree;
     st.recv[i].next = static_cast<uint16_t>(i + 1 < S::recvs ? i + 1 : kNone);
@@ -119,7 +129,7 @@ GPUCOMM_MSG_FN void init(S& st, int32_t ep, uint32_t senders) {
 
 // A free receive entry, or kNone when kRecvs are held.
 template <class S>
-GPUCOMM_MSG_FN uint16_t take_recv(S& st) {
+GPUCOMM_EP_FN uint16_t take_recv(S& st) {
   const uint16_t id = st.free_head;
   if (id == kNone) return kNone;
   st.free_head = st.recv[id].next;
@@ -129,7 +139,7 @@ GPUCOMM_MSG_FN uint16_t take_recv(S& st) {
 }
 
 template <class S>
-GPUCOMM_MSG_FN void give_recv(S& st, uint16_t id) {
+GPUCOMM_EP_FN void give_recv(S& st, uint16_t id) {
   st.recv[id].state = kRecvFree;
   st.recv[id].next = st.free_head;
   st.free_head = id;
@@ -138,7 +148,7 @@ GPUCOMM_MSG_FN void give_recv(S& st, uint16_t id) {
 
 // Appends posted receive `id` (src, tag, buffer already set) to its bin with the next sequence number.
 template <class S>
-GPUCOMM_MSG_FN void bin_append(S& st, uint16_t id) {
+GPUCOMM_EP_FN void bin_append(S& st, uint16_t id) {
   Recv& r = st.recv[id];
   r.seq = st.post_seq++;
   r.next = kNone;
@@ -155,7 +165,7 @@ GPUCOMM_MSG_FN void bin_append(S& st, uint16_t id) {
 // The earliest posted receive compatible with a message (src, tag), taken out of its bin; kNone
 // when none is posted. Looks at the four bins that can hold one.
 template <class S>
-GPUCOMM_MSG_FN uint16_t take_posted(S& st, int32_t src, int32_t tag) {
+GPUCOMM_EP_FN uint16_t take_posted(S& st, int32_t src, int32_t tag) {
   if (st.posted == 0) return kNone;
   const uint32_t cand[4] = {bin_of<S>(src, tag), bin_of<S>(kAnySource, tag), bin_of<S>(src, kAnyTag),
                             bin_of<S>(kAnySource, kAnyTag)};
@@ -188,7 +198,7 @@ GPUCOMM_MSG_FN uint16_t take_posted(S& st, int32_t src, int32_t tag) {
 
 // Takes posted receive `id` out of its bin (a cancel). O(length of its bin).
 template <class S>
-GPUCOMM_MSG_FN void unlink_posted(S& st, uint16_t id) {
+GPUCOMM_EP_FN void unlink_posted(S& st, uint16_t id) {
   const uint32_t b = bin_of<S>(st.recv[id].src, st.recv[id].tag);
   uint16_t prev = kNone;
   for (uint16_t i = st.bin_head[b]; i != kNone; prev = i, i = st.recv[i].next) {
@@ -206,12 +216,12 @@ GPUCOMM_MSG_FN void unlink_posted(S& st, uint16_t id) {
 }
 
 template <class S>
-GPUCOMM_MSG_FN bool umq_full(const S& st) {
+GPUCOMM_EP_FN bool umq_full(const S& st) {
   return st.umq_tail - st.umq_head >= S::unexp;
 }
 
 template <class S>
-GPUCOMM_MSG_FN void umq_push(S& st, uint64_t ticket, int32_t tag, uint32_t src, uint32_t bytes) {
+GPUCOMM_EP_FN void umq_push(S& st, uint64_t ticket, int32_t tag, uint32_t src, uint32_t bytes) {
   Unexpected& u = st.umq[st.umq_tail & (S::unexp - 1)];
   u.ticket = ticket;
   u.tag = tag;
@@ -222,7 +232,7 @@ GPUCOMM_MSG_FN void umq_push(S& st, uint64_t ticket, int32_t tag, uint32_t src, 
 
 // Arrival counter of the first unexpected message compatible with (src, tag), or umq_tail.
 template <class S>
-GPUCOMM_MSG_FN uint32_t umq_find(const S& st, int32_t src, int32_t tag) {
+GPUCOMM_EP_FN uint32_t umq_find(const S& st, int32_t src, int32_t tag) {
   for (uint32_t i = st.umq_head; i != st.umq_tail; ++i) {
     const Unexpected& u = st.umq[i & (S::unexp - 1)];
     if (u.bytes != kGone && compatible(src, tag, u.src, u.tag)) return i;
@@ -231,7 +241,7 @@ GPUCOMM_MSG_FN uint32_t umq_find(const S& st, int32_t src, int32_t tag) {
 }
 
 template <class S>
-GPUCOMM_MSG_FN void umq_remove(S& st, uint32_t i) {
+GPUCOMM_EP_FN void umq_remove(S& st, uint32_t i) {
   st.umq[i & (S::unexp - 1)].bytes = kGone;
   while (st.umq_head != st.umq_tail && st.umq[st.umq_head & (S::unexp - 1)].bytes == kGone) ++st.umq_head;
 }

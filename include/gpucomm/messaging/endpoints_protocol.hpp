@@ -21,6 +21,7 @@
 #include "gpucomm/messaging/endpoints_layout.hpp"
 #include "gpucomm/messaging/endpoints_matcher.hpp"
 
+
 namespace gpucomm::msg::ep {
 
 // What went wrong (a backend's fail() reports it and does not return).
@@ -42,7 +43,7 @@ enum class Fail : uint32_t {
   aborted,            // the job failed while this thread waited (seen: the failed PE)
 };
 
-GPUCOMM_MSG_FN const char* fail_name(Fail f) {
+GPUCOMM_EP_FN const char* fail_name(Fail f) {
   switch (f) {
     case Fail::bad_pe:
       return "pe out of range";
@@ -81,7 +82,7 @@ GPUCOMM_MSG_FN const char* fail_name(Fail f) {
 namespace proto {
 
 // Copies n payload bytes out of (lo) 4-byte pieces of record words starting at word w.
-GPUCOMM_MSG_FN void unpack(void* dst, const uint64_t* words, uint32_t n) {
+GPUCOMM_EP_FN void unpack(void* dst, const uint64_t* words, uint32_t n) {
   auto* d = static_cast<unsigned char*>(dst);
   for (uint32_t i = 0; i < n; i += 4) {
     const auto v = static_cast<uint32_t>(words[i / 4]);
@@ -90,7 +91,7 @@ GPUCOMM_MSG_FN void unpack(void* dst, const uint64_t* words, uint32_t n) {
   }
 }
 
-GPUCOMM_MSG_FN uint32_t pack4(const unsigned char* s, uint32_t k) {
+GPUCOMM_EP_FN uint32_t pack4(const unsigned char* s, uint32_t k) {
   uint32_t v = 0;
   for (uint32_t j = 0; j < k; ++j) v |= static_cast<uint32_t>(s[j]) << (8 * j);
   return v;
@@ -99,7 +100,7 @@ GPUCOMM_MSG_FN uint32_t pack4(const unsigned char* s, uint32_t k) {
 // ---- sending (any thread; the leader of a group) -------------------------------------------------
 
 template <class B>
-GPUCOMM_MSG_FN void check_send(const B& b, const EndpointsHandle& h, int pe, int ep, int tag, uint32_t bytes) {
+GPUCOMM_EP_FN void check_send(const B& b, const EndpointsHandle& h, int pe, int ep, int tag, uint32_t bytes) {
   if (static_cast<uint32_t>(pe) >= static_cast<uint32_t>(h.size)) b.fail(Fail::bad_pe, pe, ep, nullptr, h.size, pe);
   if (static_cast<uint32_t>(ep) >= h.lay.endpoints) b.fail(Fail::bad_endpoint, pe, ep, nullptr, h.lay.endpoints, ep);
   if (tag < 0) b.fail(Fail::bad_tag, pe, ep, nullptr, 0, static_cast<uint32_t>(tag));
@@ -109,7 +110,7 @@ GPUCOMM_MSG_FN void check_send(const B& b, const EndpointsHandle& h, int pe, int
 // Sends `bytes` (at most max_bytes) to endpoint (pe, ep) with `tag`: one ticket, ring space from
 // the credit word, the stamped record. Returns when the record is written (the buffer is free).
 template <class B>
-GPUCOMM_MSG_FN void send(const B& b, const EndpointsHandle& h, int pe, int ep, int tag, const void* buf,
+GPUCOMM_EP_FN void send(const B& b, const EndpointsHandle& h, int pe, int ep, int tag, const void* buf,
                          uint32_t bytes) {
   check_send(b, h, pe, ep, tag, bytes);
   const Layout& l = h.lay;
@@ -124,14 +125,21 @@ GPUCOMM_MSG_FN void send(const B& b, const EndpointsHandle& h, int pe, int ep, i
     }
   }
   const uint32_t s = stamp_of(t);
-  uint64_t* rec = ring_slot(h.peer_region[pe], l, ep, h.rank, t);
+  uint64_t* rec = ring_slot(region_of(h, pe), l, ep, h.rank, t);
   const auto* src = static_cast<const unsigned char*>(buf);
   const uint32_t words = used_words(bytes);
+  const bool aligned = (reinterpret_cast<uintptr_t>(buf) & 3u) == 0;
   // Payload words first, header last: nothing depends on the order (every word is stamped).
   for (uint32_t w = 2; w < words; w += 2) {
     const uint32_t o0 = (w - 2) * 4, o1 = o0 + 4;
-    const uint32_t a = o0 < bytes ? pack4(src + o0, bytes - o0 < 4 ? bytes - o0 : 4) : 0;
-    const uint32_t c = o1 < bytes ? pack4(src + o1, bytes - o1 < 4 ? bytes - o1 : 4) : 0;
+    uint32_t a = 0, c = 0;
+    if (aligned && o1 + 4 <= bytes) {
+      a = *reinterpret_cast<const uint32_t*>(src + o0);
+      c = *reinterpret_cast<const uint32_t*>(src + o1);
+    } else {
+      a = o0 < bytes ? pack4(src + o0, bytes - o0 < 4 ? bytes - o0 : 4) : 0;
+      c = o1 < bytes ? pack4(src + o1, bytes - o1 < 4 ? bytes - o1 : 4) : 0;
+    }
     b.st2(rec + w, stamped(s, a), stamped(s, c));
   }
   b.st2(rec, stamped(s, static_cast<uint32_t>(tag)), stamped(s, static_cast<uint32_t>(h.rank) | (bytes << 16)));
@@ -143,7 +151,7 @@ GPUCOMM_MSG_FN void send(const B& b, const EndpointsHandle& h, int pe, int ep, i
 // counters saved by the previous owner; messages consumed out of order stay marked, the others
 // are read again (the rings keep every message not consumed).
 template <class B, class S>
-GPUCOMM_MSG_FN void open(const B& b, const EndpointsHandle& h, int ep, S& st) {
+GPUCOMM_EP_FN void open(const B& b, const EndpointsHandle& h, int ep, S& st) {
   if (static_cast<uint32_t>(ep) >= h.lay.endpoints) b.fail(Fail::bad_endpoint, -1, ep, nullptr, h.lay.endpoints, ep);
   if (static_cast<uint32_t>(h.size) > S::pes) b.fail(Fail::too_many_pes, -1, ep, nullptr, S::pes, h.size);
   uint64_t* ow = owner_word(h.region, h.lay, ep);
@@ -162,7 +170,7 @@ GPUCOMM_MSG_FN void open(const B& b, const EndpointsHandle& h, int ep, S& st) {
 // Gives ownership back: saves the per-sender counters, returns the credits, frees the owner word
 // (release). Every receive must have been waited for.
 template <class B, class S>
-GPUCOMM_MSG_FN void close(const B& b, const EndpointsHandle& h, S& st) {
+GPUCOMM_EP_FN void close(const B& b, const EndpointsHandle& h, S& st) {
   if (st.ep < 0) b.fail(Fail::not_open, -1, -1, nullptr, 0, 0);
   if (st.held != 0) b.fail(Fail::pending, -1, st.ep, nullptr, 0, st.held);
   for (int s = 0; s < h.size; ++s) {
@@ -170,7 +178,7 @@ GPUCOMM_MSG_FN void close(const B& b, const EndpointsHandle& h, S& st) {
     const SenderState& q = st.sender[s];
     hw[0] = q.base;
     hw[1] = q.mask;
-    if (q.credited != q.base) b.st_rel(credit_word(h.peer_region[s], h.lay, h.rank, st.ep), q.base);
+    if (q.credited != q.base) b.st_rel(credit_word(region_of(h, static_cast<int>(s)), h.lay, h.rank, st.ep), q.base);
   }
   b.st_rel(owner_word(h.region, h.lay, st.ep), 0);
   st.ep = -1;
@@ -178,7 +186,7 @@ GPUCOMM_MSG_FN void close(const B& b, const EndpointsHandle& h, S& st) {
 
 // Marks ticket t of sender s consumed; returns credits every quarter ring.
 template <class B, class S>
-GPUCOMM_MSG_FN void consume(const B& b, const EndpointsHandle& h, S& st, uint32_t s, uint64_t t) {
+GPUCOMM_EP_FN void consume(const B& b, const EndpointsHandle& h, S& st, uint32_t s, uint64_t t) {
   SenderState& q = st.sender[s];
   q.mask |= uint64_t{1} << (t - q.base);
   while (q.mask & 1u) {
@@ -186,7 +194,7 @@ GPUCOMM_MSG_FN void consume(const B& b, const EndpointsHandle& h, S& st, uint32_
     ++q.base;
   }
   if (q.base - q.credited >= (h.lay.slots + 3u) / 4u) {
-    b.st_rel(credit_word(h.peer_region[s], h.lay, h.rank, st.ep), q.base);
+    b.st_rel(credit_word(region_of(h, static_cast<int>(s)), h.lay, h.rank, st.ep), q.base);
     q.credited = q.base;
   }
 }
@@ -194,7 +202,7 @@ GPUCOMM_MSG_FN void consume(const B& b, const EndpointsHandle& h, S& st, uint32_
 // Delivers a record's payload into receive `id` and completes it: the first 8 bytes from words 2
 // and 3 (already read), the rest from the ring (complete: the drain saw every word stamped).
 template <class B, class S>
-GPUCOMM_MSG_FN void deliver(const B& b, S& st, uint16_t id, uint32_t src, int32_t tag, uint32_t bytes, uint64_t w2,
+GPUCOMM_EP_FN void deliver(const B& b, S& st, uint16_t id, uint32_t src, int32_t tag, uint32_t bytes, uint64_t w2,
                             uint64_t w3, const uint64_t* rec) {
   Recv& r = st.recv[id];
   const uint32_t n = bytes < r.capacity ? bytes : r.capacity;
@@ -219,7 +227,7 @@ GPUCOMM_MSG_FN void deliver(const B& b, S& st, uint16_t id, uint32_t src, int32_
 
 // Whether the words [4, used) of a record carry the stamp (its first four do).
 template <class B>
-GPUCOMM_MSG_FN bool rest_complete(const B& b, const uint64_t* rec, uint32_t stamp, uint32_t bytes) {
+GPUCOMM_EP_FN bool rest_complete(const B& b, const uint64_t* rec, uint32_t stamp, uint32_t bytes) {
   const uint32_t words = used_words(bytes);
   for (uint32_t w = 4; w < words; w += 2) {
     uint64_t x, y;
@@ -231,7 +239,7 @@ GPUCOMM_MSG_FN bool rest_complete(const B& b, const uint64_t* rec, uint32_t stam
 
 // A complete record of sender s at ticket t: its receive, or the unexpected list.
 template <class B, class S>
-GPUCOMM_MSG_FN void arrived(const B& b, const EndpointsHandle& h, S& st, uint32_t s, uint64_t t, uint64_t w0,
+GPUCOMM_EP_FN void arrived(const B& b, const EndpointsHandle& h, S& st, uint32_t s, uint64_t t, uint64_t w0,
                             uint64_t w1, uint64_t w2, uint64_t w3, const uint64_t* rec) {
   const auto tag = static_cast<int32_t>(static_cast<uint32_t>(w0));
   const uint32_t bytes = static_cast<uint32_t>(w1 >> 16) & 0xffffu;
@@ -246,7 +254,7 @@ GPUCOMM_MSG_FN void arrived(const B& b, const EndpointsHandle& h, S& st, uint32_
 
 // Checks a record's header against its ring (sender s); fails on a foreign or malformed one.
 template <class B, class S>
-GPUCOMM_MSG_FN uint32_t record_bytes(const B& b, const EndpointsHandle& h, const S& st, uint32_t s, uint64_t w1,
+GPUCOMM_EP_FN uint32_t record_bytes(const B& b, const EndpointsHandle& h, const S& st, uint32_t s, uint64_t w1,
                                      const uint64_t* rec) {
   const uint32_t bytes = static_cast<uint32_t>(w1 >> 16) & 0xffffu;
   if ((static_cast<uint32_t>(w1) & 0xffffu) != s || bytes > h.lay.max_bytes)
@@ -256,7 +264,7 @@ GPUCOMM_MSG_FN uint32_t record_bytes(const B& b, const EndpointsHandle& h, const
 
 // Drains what sender s has in the ring, in ticket order; returns the records taken.
 template <class B, class S>
-GPUCOMM_MSG_FN uint32_t drain_sender(const B& b, const EndpointsHandle& h, S& st, uint32_t s) {
+GPUCOMM_EP_FN uint32_t drain_sender(const B& b, const EndpointsHandle& h, S& st, uint32_t s) {
   SenderState& q = st.sender[s];
   uint32_t n = 0;
   for (;;) {
@@ -279,14 +287,14 @@ GPUCOMM_MSG_FN uint32_t drain_sender(const B& b, const EndpointsHandle& h, S& st
 
 // One pass over every sender's ring.
 template <class B, class S>
-GPUCOMM_MSG_FN uint32_t progress(const B& b, const EndpointsHandle& h, S& st) {
+GPUCOMM_EP_FN uint32_t progress(const B& b, const EndpointsHandle& h, S& st) {
   uint32_t n = 0;
   for (uint32_t s = 0; s < st.senders; ++s) n += drain_sender(b, h, st, s);
   return n;
 }
 
 template <class B, class S>
-GPUCOMM_MSG_FN void check_recv_args(const B& b, const EndpointsHandle& h, const S& st, int src, int tag) {
+GPUCOMM_EP_FN void check_recv_args(const B& b, const EndpointsHandle& h, const S& st, int src, int tag) {
   if (st.ep < 0) b.fail(Fail::not_open, -1, -1, nullptr, 0, 0);
   if (src < kAnySource || src >= h.size) b.fail(Fail::bad_source, src, st.ep, nullptr, h.size, src);
   if (tag < kAnyTag) b.fail(Fail::bad_tag, src, st.ep, nullptr, 0, static_cast<uint32_t>(tag));
@@ -295,7 +303,7 @@ GPUCOMM_MSG_FN void check_recv_args(const B& b, const EndpointsHandle& h, const 
 // Posts a receive of up to `capacity` bytes into `buf`; returns its request id. Takes the first
 // compatible unexpected message at once when there is one.
 template <class B, class S>
-GPUCOMM_MSG_FN uint16_t irecv(const B& b, const EndpointsHandle& h, S& st, void* buf, uint32_t capacity, int src,
+GPUCOMM_EP_FN uint16_t irecv(const B& b, const EndpointsHandle& h, S& st, void* buf, uint32_t capacity, int src,
                               int tag) {
   check_recv_args(b, h, st, src, tag);
   const uint16_t id = take_recv(st);
@@ -321,13 +329,13 @@ GPUCOMM_MSG_FN uint16_t irecv(const B& b, const EndpointsHandle& h, S& st, void*
 }
 
 template <class B, class S>
-GPUCOMM_MSG_FN void check_request(const B& b, const S& st, uint16_t id) {
+GPUCOMM_EP_FN void check_request(const B& b, const S& st, uint16_t id) {
   if (id >= S::recvs || st.recv[id].state == kRecvFree) b.fail(Fail::bad_request, -1, st.ep, nullptr, S::recvs, id);
 }
 
 // The status of done receive `id`, which goes back to the free list.
 template <class S>
-GPUCOMM_MSG_FN Status finish(S& st, uint16_t id) {
+GPUCOMM_EP_FN Status finish(S& st, uint16_t id) {
   const Recv& r = st.recv[id];
   const Status out{r.src, r.tag, r.seq, r.error};
   give_recv(st, id);
@@ -336,7 +344,7 @@ GPUCOMM_MSG_FN Status finish(S& st, uint16_t id) {
 
 // True (and the status) when receive `id` completed; one progress pass otherwise.
 template <class B, class S>
-GPUCOMM_MSG_FN bool test(const B& b, const EndpointsHandle& h, S& st, uint16_t id, Status* status) {
+GPUCOMM_EP_FN bool test(const B& b, const EndpointsHandle& h, S& st, uint16_t id, Status* status) {
   check_request(b, st, id);
   if (st.recv[id].state != kRecvDone) progress(b, h, st);
   if (st.recv[id].state != kRecvDone) return false;
@@ -346,7 +354,7 @@ GPUCOMM_MSG_FN bool test(const B& b, const EndpointsHandle& h, S& st, uint16_t i
 }
 
 template <class B, class S>
-GPUCOMM_MSG_FN Status wait(const B& b, const EndpointsHandle& h, S& st, uint16_t id) {
+GPUCOMM_EP_FN Status wait(const B& b, const EndpointsHandle& h, S& st, uint16_t id) {
   check_request(b, st, id);
   if (st.recv[id].state != kRecvDone) {
     const uint64_t start = b.now();
@@ -366,7 +374,7 @@ GPUCOMM_MSG_FN Status wait(const B& b, const EndpointsHandle& h, S& st, uint16_t
 // Cancels receive `id`: a posted one completes at once with kErrCancelled (its wait or test
 // returns that status); one that a message already matched keeps its message.
 template <class B, class S>
-GPUCOMM_MSG_FN void cancel(const B& b, S& st, uint16_t id) {
+GPUCOMM_EP_FN void cancel(const B& b, S& st, uint16_t id) {
   check_request(b, st, id);
   Recv& r = st.recv[id];
   if (r.state != kRecvPosted) return;
@@ -378,7 +386,7 @@ GPUCOMM_MSG_FN void cancel(const B& b, S& st, uint16_t id) {
 
 // Whether a message compatible with (src, tag) arrived, and its envelope; it stays for a receive.
 template <class B, class S>
-GPUCOMM_MSG_FN bool iprobe(const B& b, const EndpointsHandle& h, S& st, int src, int tag, Status* status) {
+GPUCOMM_EP_FN bool iprobe(const B& b, const EndpointsHandle& h, S& st, int src, int tag, Status* status) {
   check_recv_args(b, h, st, src, tag);
   uint32_t i = umq_find(st, src, tag);
   if (i == st.umq_tail) {
@@ -392,7 +400,7 @@ GPUCOMM_MSG_FN bool iprobe(const B& b, const EndpointsHandle& h, S& st, int src,
 }
 
 template <class B, class S>
-GPUCOMM_MSG_FN Status probe(const B& b, const EndpointsHandle& h, S& st, int src, int tag) {
+GPUCOMM_EP_FN Status probe(const B& b, const EndpointsHandle& h, S& st, int src, int tag) {
   Status out{};
   const uint64_t start = b.now();
   for (uint32_t i = 1; !iprobe(b, h, st, src, tag, &out); ++i) {

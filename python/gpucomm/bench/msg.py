@@ -3,7 +3,8 @@
 On a GPU: runs ``gpucomm-bench-msg`` on 1 PE that messages itself between two blocks of one
 kernel, once per section (floors, pingpong, unexpected, rendezvous, rate, depth: the rate with
 thousands of receives posted that no message matches, steps: the latency of each call and of the
-protocol's pieces), each in a process of its own under a time limit, so a
+protocol's pieces, endpoints: the ping-pong, unexpected path and rates through endpoints, the fast
+lane, printed beside the targets), each in a process of its own under a time limit, so a
 section that fails records its error and the others still run.
 Without a GPU (or with ``GPUCOMM_DEVICE=host``): the same protocol on 2 host-memory PEs through the
 host API (the Python bindings over the C++ calls): the 8-byte ping-pong and the message rate.
@@ -32,7 +33,7 @@ from pathlib import Path
 
 from gpucomm.bench.proxy import gpu_count
 
-SECTIONS = ["floors", "pingpong", "unexpected", "rendezvous", "rate", "depth", "steps"]
+SECTIONS = ["floors", "pingpong", "unexpected", "rendezvous", "rate", "depth", "steps", "endpoints"]
 NOT_RUN = "not measured (gpucomm bench msg --anchors runs it)"
 LEVELS = ("thread", "warp", "block")
 LARGE = (1 << 20, 4 << 20, 16 << 20)
@@ -348,7 +349,8 @@ def table(res: dict) -> list[str]:
         lines += [f"round trips, 8 B, PE to itself between two blocks, us (medians) on {res['gpu']}",
                   f"{'':<40} {'thread':>8} {'warp':>8} {'block':>8}"]
         for name, what in (("flag_rt", "floor: flag in device memory"), ("put_signal_rt", "floor: put_signal (one-sided)"),
-                           ("msg_rt", "send/recv, receives pre-posted"), ("msg_rt_unexpected", "send/recv, unexpected path")):
+                           ("msg_rt", "send/recv, receives pre-posted"), ("msg_rt_unexpected", "send/recv, unexpected path"),
+                           ("ep_rt", "endpoints, receives pre-posted"), ("ep_rt_unexpected", "endpoints, unexpected path")):
             lines.append(f"{what:<40} " + " ".join(f"{fmt(point(res, name, lv)):>8}" for lv in LEVELS))
         sizes = sorted({r["bytes"] for r in res["results"] if r["name"] == "rndv_us"})
         if sizes:
@@ -372,6 +374,10 @@ def table(res: dict) -> list[str]:
                    "[with the posting of the receives]", lambda n: f"{n} warps")
         rate_table("msg_rate_depth", "the same window (32 sending warps) with D receives posted, D - 768 of them on "
                    "tags no message uses (half ANY_SOURCE in mpi), Mmsg/s [with posting]", lambda d: f"D = {d}")
+        rate_table("ep_rate", "the same rate through endpoints (the receiving warp owns the endpoint), Mmsg/s "
+                   "[with posting]", lambda n: f"{n} warps")
+        rate_table("ep_rate_depth", "endpoints, the same window with D receives posted, Mmsg/s [with posting]",
+                   lambda d: f"D = {d}")
         steps = [r for r in res["results"] if r["name"].startswith("step_")]
         if steps:
             lines += ["", "latency breakdown, one group messaging itself alone, ns per call (medians)",
@@ -430,6 +436,36 @@ def targets(res: dict) -> list[dict]:
     return out
 
 
+def endpoint_lines(res: dict) -> list[str]:
+    """The targets' conditions evaluated on the endpoints' numbers: printed beside them, not instead."""
+    if res["pe_kind"] != "gpu" or point(res, "ep_rt", "thread") is None:
+        return []
+    lines = ["", "beside the targets: the same conditions through endpoints (the fast lane; not the targets' kernels)"]
+
+    def line(what, value, limit, unit, at_most=True):
+        if value is None or limit is None:
+            lines.append(f"  {what}: not measured")
+            return
+        ok = value <= limit if at_most else value >= limit
+        lines.append(f"  {what}: {fmt(value)} vs {fmt(limit)} {unit} -> {'within' if ok else 'beyond'}")
+
+    for lv in LEVELS:
+        k = 2.5 if lv == "thread" else 3.0
+        flag = point(res, "flag_rt", lv)
+        line(f"endpoints 8 B round trip ({lv}) <= {k}x flag", point(res, "ep_rt", lv), k * flag if flag else None, "us")
+    for lv in LEVELS:
+        p = point(res, "ep_rt", lv)
+        line(f"endpoints unexpected path ({lv}) <= 1.3x pre-posted", point(res, "ep_rt_unexpected", lv),
+             1.3 * p if p else None, "us")
+    for mode in ("no_any_source", "mpi"):
+        for n, floor in ((8, 20.0), (32, 25.0), (128, 25.0)):
+            line(f"endpoints rate, {mode}, {n} sending warps >= {floor:.0f} M/s", point(res, "ep_rate", mode, 8, n),
+                 floor, "Mmsg/s", at_most=False)
+        line(f"endpoints rate at depth 4096, {mode} >= 20 M/s", point(res, "ep_rate_depth", mode, 8, 4096), 20.0,
+             "Mmsg/s", at_most=False)
+    return lines
+
+
 def target_lines(ts: list[dict]) -> list[str]:
     if not ts:
         return []
@@ -455,7 +491,7 @@ def run(args) -> int:
     res = run_host(args, sections) if host else run_gpu(args, sections)
     baselines = run_baselines(args, gpus, res["pe_kind"])
     ts = targets(res)
-    report = table(res) + baseline_lines(res, baselines) + target_lines(ts)
+    report = table(res) + baseline_lines(res, baselines) + target_lines(ts) + endpoint_lines(res)
     print()
     print("\n".join(report))
     failed = {s: e for s, e in res["errors"].items() if not e.startswith("skipped")}
