@@ -109,6 +109,7 @@ struct HostEpBackend {
     return std::atomic_ref<uint64_t>(*const_cast<uint64_t*>(p)).load(std::memory_order_acquire);
   }
   static void st_rel(uint64_t* p, uint64_t v) { std::atomic_ref<uint64_t>(*p).store(v, std::memory_order_release); }
+  static void st_rel_local(uint64_t* p, uint64_t v) { st_rel(p, v); }
   static uint64_t fadd(uint64_t* p, uint64_t v) {
     return std::atomic_ref<uint64_t>(*p).fetch_add(v, std::memory_order_relaxed);
   }

@@ -72,6 +72,7 @@ struct DeviceEpBackend {
   }
   __device__ static uint64_t ld_acq(const uint64_t* p) { return mem::load<mem::kSystem>(p, mem::acquire); }
   __device__ static void st_rel(uint64_t* p, uint64_t v) { mem::store<mem::kSystem>(p, v, mem::release); }
+  __device__ static void st_rel_local(uint64_t* p, uint64_t v) { mem::store<mem::kDevice>(p, v, mem::release); }
   // Tickets are words of this PE that only its own threads touch.
   __device__ static uint64_t fadd(uint64_t* p, uint64_t v) { return mem::fetch_add<mem::kDevice>(p, v, mem::relaxed); }
   __device__ static bool cas_acq(uint64_t* p, uint64_t expected, uint64_t desired) {
@@ -111,7 +112,8 @@ __device__ __forceinline__ bool leader(coop::Block) {
 // (records of at most 8 bytes; a longer one ends the prefix and is taken by the leader) goes
 // through the matcher in ticket order on lane 0. Returns the records taken (all lanes).
 template <class S>
-__device__ __forceinline__ uint32_t drain_sender_warp(const DeviceEpBackend& b, const EndpointsHandle& h, S& st, uint32_t s) {
+__device__ __forceinline__ uint32_t drain_sender_warp(const DeviceEpBackend& b, const EndpointsHandle& h, S& st, uint32_t s,
+                                                      bool once = false) {
   const uint32_t lane = coop::lane_id();
   uint32_t total = 0;
   for (;;) {
@@ -157,14 +159,15 @@ __device__ __forceinline__ uint32_t drain_sender_warp(const DeviceEpBackend& b, 
     more = __shfl_sync(0xffffffffu, more, 0);
     total += k + more;
     __syncwarp();
-    if (k < 32) return total;
+    if (k < 32 || once) return total;
   }
 }
 
 template <class S>
-__device__ __forceinline__ uint32_t progress_warp(const DeviceEpBackend& b, const EndpointsHandle& h, S& st) {
+__device__ __forceinline__ uint32_t progress_warp(const DeviceEpBackend& b, const EndpointsHandle& h, S& st,
+                                                  bool once = false) {
   uint32_t n = 0;
-  for (uint32_t s = 0; s < st.senders; ++s) n += drain_sender_warp(b, h, st, s);
+  for (uint32_t s = 0; s < st.senders; ++s) n += drain_sender_warp(b, h, st, s, once);
   return n;
 }
 
@@ -246,7 +249,7 @@ __device__ __forceinline__ Status wait(G g, const EndpointsHandle& h, S& st, uin
       for (uint32_t i = 1;; ++i) {
         const bool done = __shfl_sync(0xffffffffu, st.recv[id].state == kRecvDone, 0);
         if (done) break;
-        detail::progress_warp(b, h, st);
+        detail::progress_warp(b, h, st, true);
         if (coop::lane_id() == 0) {
           if (i == 1) start = b.now();
           if ((i & 255u) == 0) {

@@ -4,7 +4,8 @@
 // endpoints.cpp: the host's). docs/MESSAGING.md, "Endpoints", has the argument.
 //
 // A backend provides: ld2/st2 (two 8-byte words, relaxed, each single-copy atomic), ld_acq and
-// st_rel (one word, system scope), fadd (relaxed fetch-add on this PE's own word), cas_acq (the
+// st_rel (one word, system scope), st_rel_local (one word of a sender on this PE's own device: the
+// release needs no system-scope fence), fadd (relaxed fetch-add on this PE's own word), cas_acq (the
 // owner word), now() (ns), fail(Fail, peer, ep, addr, expected, seen), which does not return, and
 // check_wait(start, Fail, peer, ep, addr, expected, seen): fails once the job failed or the wait
 // that started at `start` ran past the timeout.
@@ -194,7 +195,12 @@ GPUCOMM_EP_FN void consume(const B& b, const EndpointsHandle& h, S& st, uint32_t
     ++q.base;
   }
   if (q.base - q.credited >= (h.lay.slots + 3u) / 4u) {
-    b.st_rel(credit_word(region_of(h, static_cast<int>(s)), h.lay, h.rank, st.ep), q.base);
+    uint64_t* cw = credit_word(region_of(h, static_cast<int>(s)), h.lay, h.rank, st.ep);
+    if (static_cast<int>(s) == h.rank) {
+      b.st_rel_local(cw, q.base);
+    } else {
+      b.st_rel(cw, q.base);
+    }
     q.credited = q.base;
   }
 }
@@ -264,10 +270,10 @@ GPUCOMM_EP_FN uint32_t record_bytes(const B& b, const EndpointsHandle& h, const 
 
 // Drains what sender s has in the ring, in ticket order; returns the records taken.
 template <class B, class S>
-GPUCOMM_EP_FN uint32_t drain_sender(const B& b, const EndpointsHandle& h, S& st, uint32_t s) {
+GPUCOMM_EP_FN uint32_t drain_sender(const B& b, const EndpointsHandle& h, S& st, uint32_t s, uint32_t limit = ~0u) {
   SenderState& q = st.sender[s];
   uint32_t n = 0;
-  for (;;) {
+  while (n < limit) {
     if (static_cast<int64_t>(q.next - q.base) < 0) q.next = q.base;  // the prefix grew past it
     while (q.next - q.base < 64 && ((q.mask >> (q.next - q.base)) & 1u)) ++q.next;  // consumed already
     if (umq_full(st)) return n;
@@ -283,13 +289,15 @@ GPUCOMM_EP_FN uint32_t drain_sender(const B& b, const EndpointsHandle& h, S& st,
     ++q.next;
     ++n;
   }
+  return n;
 }
 
-// One pass over every sender's ring.
+// One pass over every sender's ring, taking at most `limit` records of each (a wait takes one at
+// a time and looks at its own receive in between: no extra poll of a ring after its message).
 template <class B, class S>
-GPUCOMM_EP_FN uint32_t progress(const B& b, const EndpointsHandle& h, S& st) {
+GPUCOMM_EP_FN uint32_t progress(const B& b, const EndpointsHandle& h, S& st, uint32_t limit = ~0u) {
   uint32_t n = 0;
-  for (uint32_t s = 0; s < st.senders; ++s) n += drain_sender(b, h, st, s);
+  for (uint32_t s = 0; s < st.senders; ++s) n += drain_sender(b, h, st, s, limit);
   return n;
 }
 
@@ -359,7 +367,7 @@ GPUCOMM_EP_FN Status wait(const B& b, const EndpointsHandle& h, S& st, uint16_t 
   if (st.recv[id].state != kRecvDone) {
     const uint64_t start = b.now();
     for (uint32_t i = 1; st.recv[id].state != kRecvDone; ++i) {
-      progress(b, h, st);
+      progress(b, h, st, 1);
       if ((i & 255u) == 0) {
         const Recv& r = st.recv[id];
         b.check_wait(start, Fail::recv_timeout, r.src, st.ep, nullptr,
