@@ -27,10 +27,10 @@
 
 #include "../rma/harness.hpp"
 #include "../rma/results.hpp"
-#include "gpucomm/gpucomm.hpp"
-#include "gpucomm/messaging/messenger.hpp"
 #include "ep_kernels.cuh"
+#include "gpucomm/gpucomm.hpp"
 #include "gpucomm/messaging/endpoints.hpp"
+#include "gpucomm/messaging/messenger.hpp"
 #include "msg_kernels.cuh"
 
 #ifndef GPUCOMM_GIT_COMMIT
@@ -70,13 +70,7 @@ struct Bench : bench::Harness {
   Fail* fail = nullptr;
 
   Bench(Runtime& r, msg::Messenger& mm, msg::Endpoints& e, const msg::Comm& cm, const msg::Comm& cn, bool q)
-      : Harness(r, q ? 5 : 11),
-        quick(q),
-        m(mm),
-        eps(e),
-        mpi(cm.device()),
-        nas(cn.device()),
-        h(r.device_handle()) {
+      : Harness(r, q ? 5 : 11), quick(q), m(mm), eps(e), mpi(cm.device()), nas(cn.device()), h(r.device_handle()) {
     iters = quick ? 1000 : 5000;
     ck(cudaMalloc(&flags, 256 * sizeof(uint64_t)), "cudaMalloc");
     ck(cudaMemset(flags, 0, 256 * sizeof(uint64_t)), "cudaMemset");
@@ -314,8 +308,8 @@ struct Bench : bench::Harness {
     const int per = kRateWindow / senders;
     const double msgs = static_cast<double>(senders) * per * rounds;
     for (int t = 0; t <= trials; ++t) {  // trial 0 warms up
-      msg_bench::EpRateArgs a{eps.device(), senders, per,         rounds, any ? 1 : 0, idle,    rate_sbuf,
-                              rate_rbuf,    flags + 128, base, rate_ns, fail};
+      msg_bench::EpRateArgs a{eps.device(), senders,   per,         rounds, any ? 1 : 0, idle,
+                              rate_sbuf,    rate_rbuf, flags + 128, base,   rate_ns,     fail};
       timed(1, [&] { msg_bench::k_ep_rate<kRecvs><<<senders + 1, 32, smem, s>>>(a); });
       base += static_cast<uint64_t>(rounds);
       check_fail(what);
@@ -339,7 +333,7 @@ struct Bench : bench::Harness {
                    {"ep_step_send_ns", level, 8, 1, "ns", {}},
                    {"ep_step_wait_ns", level, 8, 1, "ns", {}}};
     for (int t = 0; t <= trials; ++t) {  // trial 0 warms up
-      timed(1, [&] { msg_bench::k_ep_steps<C><<<1, threads, 0, s>>>(eps.device(), flags + 64, iters, ns, fail); });
+      timed(1, [&] { msg_bench::k_ep_steps<C><<<1, threads, 0, s>>>(eps.device(), flags + 64, iters, ns); });
       check_fail(std::string("endpoint steps (") + level + ")");
       eps.check_device();
       unsigned long long got[3] = {0, 0, 0};
@@ -366,18 +360,21 @@ struct Bench : bench::Harness {
     for (int any = 0; any < 2; ++any) {
       const char* mode = any ? "mpi" : "no_any_source";
       for (int senders : {8, 32, 128}) {
-        Result del{"ep_rate", mode, 8, senders, "Mmsg/s", {}}, all{"ep_rate_with_posting", mode, 8, senders, "Mmsg/s", {}};
+        Result del{"ep_rate", mode, 8, senders, "Mmsg/s", {}},
+            all{"ep_rate_with_posting", mode, 8, senders, "Mmsg/s", {}};
         Result pp{"ep_rate_records_per_pass", mode, 8, senders, "records", {}};
         Result sn{"ep_rate_send_ns", mode, 8, senders, "ns", {}};
         ep_rate_point<1024>(any != 0, senders, 0, rounds, del, all,
-                            std::string("endpoints rate ") + mode + " " + std::to_string(senders) + " senders", &pp, &sn);
+                            std::string("endpoints rate ") + mode + " " + std::to_string(senders) + " senders", &pp,
+                            &sn);
         add(std::move(del));
         add(std::move(all));
         add(std::move(pp));
         add(std::move(sn));
       }
       for (int d : kDepths) {
-        Result del{"ep_rate_depth", mode, 8, d, "Mmsg/s", {}}, all{"ep_rate_depth_with_posting", mode, 8, d, "Mmsg/s", {}};
+        Result del{"ep_rate_depth", mode, 8, d, "Mmsg/s", {}},
+            all{"ep_rate_depth_with_posting", mode, 8, d, "Mmsg/s", {}};
         ep_rate_point<4096>(any != 0, 32, d - kRateWindow, rounds, del, all,
                             std::string("endpoints depth ") + mode + " " + std::to_string(d));
         add(std::move(del));

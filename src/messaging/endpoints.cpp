@@ -151,9 +151,9 @@ struct Endpoints::Impl {
   ep::Layout lay{};
   bool gpu = false;
   char* region = nullptr;
-  std::vector<char*> peers;             // host PEs: each PE's region as mapped here
-  char** peer_dev = nullptr;            // GPU PEs: the same, a device array
-  ep::EpDiag* diag_host = nullptr;      // GPU PEs: host-mapped failure record
+  std::vector<char*> peers;         // host PEs: each PE's region as mapped here
+  char** peer_dev = nullptr;        // GPU PEs: the same, a device array
+  ep::EpDiag* diag_host = nullptr;  // GPU PEs: host-mapped failure record
   ep::EpDiag* diag_dev = nullptr;
   ep::EndpointsHandle handle{};
 
@@ -164,12 +164,12 @@ Endpoints::Endpoints(Runtime& rt, const EndpointsOptions& o) : impl_(std::make_u
   Impl& m = *impl_;
   const char* call = "Endpoints";
   GPUCOMM_CHECK_ARG(o.endpoints >= 1 && o.endpoints <= static_cast<int>(ep::kMaxEndpoints), call, "endpoints",
-                  "must be in 1.." + std::to_string(ep::kMaxEndpoints) + ", got " + std::to_string(o.endpoints));
-  GPUCOMM_CHECK_ARG(pow2(o.slots) && o.slots >= static_cast<int>(ep::kMinSlots) &&
-                      o.slots <= static_cast<int>(ep::kMaxSlots),
-                  call, "slots", "must be a power of two in 2..64, got " + std::to_string(o.slots));
+                    "must be in 1.." + std::to_string(ep::kMaxEndpoints) + ", got " + std::to_string(o.endpoints));
+  GPUCOMM_CHECK_ARG(
+      pow2(o.slots) && o.slots >= static_cast<int>(ep::kMinSlots) && o.slots <= static_cast<int>(ep::kMaxSlots), call,
+      "slots", "must be a power of two in 2..64, got " + std::to_string(o.slots));
   GPUCOMM_CHECK_ARG(o.max_bytes >= 4 && o.max_bytes <= static_cast<int>(ep::kMaxBytes) && o.max_bytes % 4 == 0, call,
-                  "max_bytes", "must be a multiple of 4 in 4..1024, got " + std::to_string(o.max_bytes));
+                    "max_bytes", "must be a multiple of 4 in 4..1024, got " + std::to_string(o.max_bytes));
   GPUCOMM_CHECK_ARG(rt.size() <= 0xffff, call, "PEs", "endpoints serve at most 65535 PEs");
   m.opts = o;
   const std::string desc = "endpoints=" + std::to_string(o.endpoints) + " slots=" + std::to_string(o.slots) +
@@ -292,8 +292,8 @@ void Endpoints::send(int pe, int e, int tag, const void* buf, size_t bytes) {
   require_host(m.gpu, "Endpoints::send");
   GPUCOMM_CHECK_ARG(buf != nullptr || bytes == 0, "Endpoints::send", "buf", "is null with bytes > 0");
   GPUCOMM_CHECK_ARG(bytes <= m.lay.max_bytes, "Endpoints::send", "bytes",
-                  std::to_string(bytes) + " > max_bytes " + std::to_string(m.lay.max_bytes) +
-                      " (EndpointsOptions::max_bytes; larger messages go through a Messenger's communicator)");
+                    std::to_string(bytes) + " > max_bytes " + std::to_string(m.lay.max_bytes) +
+                        " (EndpointsOptions::max_bytes; larger messages go through a Messenger's communicator)");
   const HostEpBackend b{m.handle, m.rt, "Endpoints::send"};
   ep::proto::send(b, m.handle, pe, e, tag, buf, static_cast<uint32_t>(bytes));
 }

@@ -38,12 +38,12 @@ uint64_t g_seed = 0;
 
 // PE_CHECK from several threads: the failure count and the output under one lock.
 std::mutex g_check_mu;
-#define EP_CHECK(cond, ...)                              \
-  do {                                                   \
-    if (!(cond)) {                                       \
+#define EP_CHECK(cond, ...)                                \
+  do {                                                     \
+    if (!(cond)) {                                         \
       std::lock_guard<std::mutex> check_lock_(g_check_mu); \
-      PE_CHECK(cond, __VA_ARGS__);                       \
-    }                                                    \
+      PE_CHECK(cond, __VA_ARGS__);                         \
+    }                                                      \
   } while (0)
 
 uint64_t job_seed(Runtime& rt) {
@@ -177,10 +177,11 @@ void own_round(msg::Endpoints& eps, const std::vector<Message>& prog, int me, in
     }
     const Message& m = prog[idx];
     ++seen[idx];
-    EP_CHECK(got[k].source == m.src && got[k].tag == m.tag && got[k].bytes == m.bytes && got[k].error == 0,
-             "round %llu ep %d message %u: status (src %d, tag %d, %u bytes, error %u), sent (src %d, tag %d, %u bytes)",
-             static_cast<unsigned long long>(round), e, idx, got[k].source, got[k].tag, got[k].bytes, got[k].error,
-             m.src, m.tag, m.bytes);
+    EP_CHECK(
+        got[k].source == m.src && got[k].tag == m.tag && got[k].bytes == m.bytes && got[k].error == 0,
+        "round %llu ep %d message %u: status (src %d, tag %d, %u bytes, error %u), sent (src %d, tag %d, %u bytes)",
+        static_cast<unsigned long long>(round), e, idx, got[k].source, got[k].tag, got[k].bytes, got[k].error, m.src,
+        m.tag, m.bytes);
     EP_CHECK(env[k].first == ep::kAnySource || env[k].first == m.src, "receive %zu got a message of another source", k);
     EP_CHECK(env[k].second == ep::kAnyTag || env[k].second == m.tag, "receive %zu got a message of another tag", k);
     for (uint32_t i = 4; i < m.bytes; ++i) {
@@ -199,7 +200,10 @@ void own_round(msg::Endpoints& eps, const std::vector<Message>& prog, int me, in
              it == last.end() ? -1LL : static_cast<long long>(it->second), static_cast<int>(style));
     last[key] = idx;
   }
-  for (uint32_t i : mine) EP_CHECK(seen[i] == 1, "round %llu: message %u received %d times", static_cast<unsigned long long>(round), i, seen[i]);
+  for (uint32_t i : mine) {
+    EP_CHECK(seen[i] == 1, "round %llu: message %u received %d times", static_cast<unsigned long long>(round), i,
+             seen[i]);
+  }
 }
 
 void scenario_random(Runtime& rt, int rounds, const msg::EndpointsOptions& o) {
@@ -218,6 +222,7 @@ void scenario_random(Runtime& rt, int rounds, const msg::EndpointsOptions& o) {
       m.bytes = 8 + static_cast<uint32_t>(rng() % (o.max_bytes - 7));
     }
     std::vector<std::thread> owners;
+    owners.reserve(static_cast<size_t>(o.endpoints));
     for (int e = 0; e < o.endpoints; ++e) {
       owners.emplace_back([&, e] {
         guarded("owner", [&] {
@@ -299,8 +304,9 @@ void scenario_api(Runtime& rt, const msg::EndpointsOptions& o) {
     const uint16_t c2 = owner->irecv(in, sizeof in, prev, 78);  // which the receive takes at once
     owner->cancel(c2);
     st = owner->wait(c2);
-    EP_CHECK(st.error == 0 && st.bytes == 8 && st.tag == 78, "cancel after match: error %u bytes %u", st.error, st.bytes);
-        // Ownership: one owner at a time.
+    EP_CHECK(st.error == 0 && st.bytes == 8 && st.tag == 78, "cancel after match: error %u bytes %u", st.error,
+             st.bytes);
+    // Ownership: one owner at a time.
     expect_error("own twice", Errc::invalid_argument, "already owned", [&] { eps.own(0); });
     // close with a receive not waited for.
     const uint16_t pending = owner->irecv(in, sizeof in, prev, 8);

@@ -72,7 +72,7 @@ __global__ void pingpong_kernel(ep::EndpointsHandle h, unsigned char* bufs, int 
   if (std::is_same_v<C, coop::Warp> && threadIdx.x >= 32) return;
   __shared__ ep::OwnerState<8, 8, 8, 4> st;
   const int me = static_cast<int>(blockIdx.x), other = 1 - me;
-  unsigned char* out_buf = bufs + me * 2 * kMaxBytes;
+  unsigned char* out_buf = bufs + static_cast<size_t>(me) * 2 * kMaxBytes;
   unsigned char* in_buf = out_buf + kMaxBytes;
   ep::open(c, h, me, st);
   for (int r = 0; r < rounds; ++r) {
@@ -101,7 +101,7 @@ template <class C>
 void pingpong_at(Runtime& rt, msg::Endpoints& eps, int threads) {
   unsigned char* bufs = nullptr;
   Counts* cnt = nullptr;
-  CUDA_OK(cudaMalloc(&bufs, 4 * kMaxBytes));
+  CUDA_OK(cudaMalloc(&bufs, size_t{4} * kMaxBytes));
   CUDA_OK(cudaMalloc(&cnt, sizeof(Counts)));
   CUDA_OK(cudaMemset(cnt, 0, sizeof(Counts)));
   pingpong_kernel<C><<<2, threads, 0, EpGpu::stream(rt)>>>(eps.device(), bufs, 300, cnt);
@@ -138,16 +138,16 @@ struct Got {
 
 struct ProgArgs {
   ep::EndpointsHandle h;
-  const Send* sends;       // per sender block, program order: [blocks][max_sends]
-  const int* nsends;       // [blocks]
-  const Post* posts;       // per endpoint, post order: [blocks][max_recvs]
-  const int* nposts;       // [blocks]
-  const int* wait_order;   // [blocks][max_recvs]: positions in post order
-  const int* ahead;        // [blocks]: post everything before waiting
-  const int* send_level;   // [blocks]: 0 thread (lane 0), 1 warp
+  const Send* sends;      // per sender block, program order: [blocks][max_sends]
+  const int* nsends;      // [blocks]
+  const Post* posts;      // per endpoint, post order: [blocks][max_recvs]
+  const int* nposts;      // [blocks]
+  const int* wait_order;  // [blocks][max_recvs]: positions in post order
+  const int* ahead;       // [blocks]: post everything before waiting
+  const int* send_level;  // [blocks]: 0 thread (lane 0), 1 warp
   int max_sends, max_recvs;
-  unsigned char* rbuf;     // [blocks][max_recvs][kMaxBytes]
-  Got* got;                // [blocks][max_recvs]
+  unsigned char* rbuf;  // [blocks][max_recvs][kMaxBytes]
+  Got* got;             // [blocks][max_recvs]
 };
 
 using ProgState = ep::OwnerState<64, 8, 64, 8>;
@@ -179,8 +179,8 @@ __global__ void program_kernel(ProgArgs a) {
   const int n = a.nposts[b];
   auto post = [&](int k) {
     const Post& p = a.posts[b * a.max_recvs + k];
-    const uint16_t id = ep::irecv(w, a.h, st, a.rbuf + (static_cast<size_t>(b) * a.max_recvs + k) * kMaxBytes,
-                                  kMaxBytes, p.src, p.tag);
+    const uint16_t id =
+        ep::irecv(w, a.h, st, a.rbuf + (static_cast<size_t>(b) * a.max_recvs + k) * kMaxBytes, kMaxBytes, p.src, p.tag);
     if (coop::lane_id() == 0) ids[k] = id;
     __syncwarp();
   };
@@ -256,10 +256,10 @@ TEST_F(EpGpu, RandomProgramsFollowMpiRules) {
       ++recvd[m.ep];
       msgs.push_back(m);
     }
-    std::vector<Send> sends(kBlocks * kMaxSends);
+    std::vector<Send> sends(static_cast<size_t>(kBlocks) * kMaxSends);
     std::vector<int> nsends(kBlocks, 0), nposts(kBlocks, 0), ahead(kBlocks), level(kBlocks), style(kBlocks);
-    std::vector<Post> posts(kBlocks * kMaxRecvs);
-    std::vector<int> order(kBlocks * kMaxRecvs);
+    std::vector<Post> posts(static_cast<size_t>(kBlocks) * kMaxRecvs);
+    std::vector<int> order(static_cast<size_t>(kBlocks) * kMaxRecvs);
     std::vector<std::vector<int>> to_ep(kBlocks);
     for (uint32_t i = 0; i < msgs.size(); ++i) {
       const Msg& m = msgs[i];
@@ -286,7 +286,8 @@ TEST_F(EpGpu, RandomProgramsFollowMpiRules) {
         posts[b * kMaxRecvs + static_cast<int>(k)] = p;
         order[b * kMaxRecvs + static_cast<int>(k)] = static_cast<int>(k);
       }
-      std::shuffle(order.begin() + b * kMaxRecvs, order.begin() + b * kMaxRecvs + nposts[b], rng);
+      const auto first = order.begin() + static_cast<ptrdiff_t>(b) * kMaxRecvs;
+      std::shuffle(first, first + nposts[b], rng);
     }
     ProgArgs a{};
     a.h = eps.device();
@@ -324,17 +325,16 @@ TEST_F(EpGpu, RandomProgramsFollowMpiRules) {
         const int key = p.tag == ep::kAnyTag ? -1 - m.from : m.tag;
         auto it = last.find(key);
         EXPECT_TRUE(it == last.end() || it->second < static_cast<int>(g.idx))
-            << "endpoint " << b << ": message " << g.idx << " matched after " << it->second << " (style "
-            << style[b] << ")";
+            << "endpoint " << b << ": message " << g.idx << " matched after " << it->second << " (style " << style[b]
+            << ")";
         last[key] = static_cast<int>(g.idx);
       }
     }
     for (size_t i = 0; i < msgs.size(); ++i) EXPECT_EQ(seen[i], 1) << "message " << i;
-    for (const void* p : {static_cast<const void*>(a.sends), static_cast<const void*>(a.nsends),
-                          static_cast<const void*>(a.posts), static_cast<const void*>(a.nposts),
-                          static_cast<const void*>(a.wait_order), static_cast<const void*>(a.ahead),
-                          static_cast<const void*>(a.send_level), static_cast<const void*>(a.rbuf),
-                          static_cast<const void*>(a.got)})
+    for (const void* p :
+         {static_cast<const void*>(a.sends), static_cast<const void*>(a.nsends), static_cast<const void*>(a.posts),
+          static_cast<const void*>(a.nposts), static_cast<const void*>(a.wait_order), static_cast<const void*>(a.ahead),
+          static_cast<const void*>(a.send_level), static_cast<const void*>(a.rbuf), static_cast<const void*>(a.got)})
       (void)cudaFree(const_cast<void*>(p));
     if (HasFailure()) return;
   }

@@ -20,9 +20,9 @@ namespace gm = gpucomm::matching;
 struct Shape {
   int srcs;
   int tags;
-  int wild_pct;   // receives with a wildcard, percent
-  int post_pct;   // events that post a receive, percent
-  int finish_pct; // matched receives given back at once, percent
+  int wild_pct;    // receives with a wildcard, percent
+  int post_pct;    // events that post a receive, percent
+  int finish_pct;  // matched receives given back at once, percent
 };
 
 template <class S>
@@ -31,9 +31,9 @@ void run_sequence(uint64_t seed, const Shape& sh, int events) {
   auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
   auto st = std::make_unique<S>();
   ep::init(*st, 0, S::pes);
-  gm::Batch ref;  // the reference's queues (umq, prq) between steps
+  gm::Batch ref;                                 // the reference's queues (umq, prq) between steps
   std::vector<uint32_t> handle_of(S::recvs, 0);  // our receive id -> the reference's handle
-  std::vector<uint16_t> done;                     // matched receives not yet given back
+  std::vector<uint16_t> done;                    // matched receives not yet given back
   uint32_t next_handle = 1;
   for (int e = 0; e < events; ++e) {
     gm::Batch step;
@@ -113,8 +113,8 @@ TEST(EpMatcher, AgreesWithTheReferenceOnRandomSequences) {
   const uint64_t seed = gpucomm::testing::test_seed();
   SCOPED_TRACE(gpucomm::testing::seed_note(seed));
   const Shape shapes[] = {
-      {1, 1, 0, 50, 50},    {2, 3, 30, 50, 50},   {4, 6, 50, 60, 30},  {8, 40, 20, 50, 40},
-      {3, 1000, 10, 70, 5}, {8, 2, 90, 40, 60},   {1, 8, 100, 50, 50}, {5, 5, 25, 30, 80},
+      {1, 1, 0, 50, 50},    {2, 3, 30, 50, 50}, {4, 6, 50, 60, 30},  {8, 40, 20, 50, 40},
+      {3, 1000, 10, 70, 5}, {8, 2, 90, 40, 60}, {1, 8, 100, 50, 50}, {5, 5, 25, 30, 80},
   };
   for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]); ++k) {
     SCOPED_TRACE("shape " + std::to_string(k));

@@ -112,8 +112,8 @@ __device__ __forceinline__ bool leader(coop::Block) {
 // (records of at most 8 bytes; a longer one ends the prefix and is taken by the leader) goes
 // through the matcher in ticket order on lane 0. Returns the records taken (all lanes).
 template <class S>
-__device__ __forceinline__ uint32_t drain_sender_warp(const DeviceEpBackend& b, const EndpointsHandle& h, S& st, uint32_t s,
-                                                      bool once = false) {
+__device__ __forceinline__ uint32_t drain_sender_warp(const DeviceEpBackend& b, const EndpointsHandle& h, S& st,
+                                                      uint32_t s, bool once = false) {
   const uint32_t lane = coop::lane_id();
   uint32_t total = 0;
   for (;;) {
@@ -176,7 +176,8 @@ __device__ __forceinline__ uint32_t progress_warp(const DeviceEpBackend& b, cons
 // ---- sending ---------------------------------------------------------------------------------------
 
 template <class G>
-__device__ __forceinline__ void send(G g, const EndpointsHandle& h, const void* buf, uint32_t bytes, int pe, int ep, int tag) {
+__device__ __forceinline__ void send(G g, const EndpointsHandle& h, const void* buf, uint32_t bytes, int pe, int ep,
+                                     int tag) {
   coop::sync(g);  // the group's writes of buf come before the leader reads it
   if (detail::leader(g)) proto::send(detail::backend(h), h, pe, ep, tag, buf, bytes);
   coop::sync(g);  // the buffer is free for every thread of the group
@@ -218,7 +219,8 @@ __device__ __forceinline__ uint32_t progress(coop::Block, const EndpointsHandle&
 }
 
 template <class G, class S>
-__device__ __forceinline__ uint16_t irecv(G g, const EndpointsHandle& h, S& st, void* buf, uint32_t capacity, int src, int tag) {
+__device__ __forceinline__ uint16_t irecv(G g, const EndpointsHandle& h, S& st, void* buf, uint32_t capacity, int src,
+                                          int tag) {
   __shared__ uint16_t id_out;
   uint16_t id = 0;
   if (detail::leader(g)) id = proto::irecv(detail::backend(h), h, st, buf, capacity, src, tag);
@@ -272,7 +274,8 @@ __device__ __forceinline__ Status wait(G g, const EndpointsHandle& h, S& st, uin
 }
 
 template <class G, class S>
-__device__ __forceinline__ Status recv(G g, const EndpointsHandle& h, S& st, void* buf, uint32_t capacity, int src, int tag) {
+__device__ __forceinline__ Status recv(G g, const EndpointsHandle& h, S& st, void* buf, uint32_t capacity, int src,
+                                       int tag) {
   return ep::wait(g, h, st, ep::irecv(g, h, st, buf, capacity, src, tag));
 }
 
@@ -330,10 +333,9 @@ __device__ __forceinline__ Status probe(G g, const EndpointsHandle& h, S& st, in
   const uint64_t start = mem::globaltimer();
   for (uint32_t i = 1; !ep::iprobe(g, h, st, src, tag, &out); ++i) {
     if ((i & 255u) == 0 && detail::leader(g)) {
-      detail::backend(h).check_wait(start, Fail::recv_timeout, src, st.ep, nullptr,
-                                    (static_cast<uint64_t>(static_cast<uint32_t>(src)) << 32) |
-                                        static_cast<uint32_t>(tag),
-                                    st.posted);
+      detail::backend(h).check_wait(
+          start, Fail::recv_timeout, src, st.ep, nullptr,
+          (static_cast<uint64_t>(static_cast<uint32_t>(src)) << 32) | static_cast<uint32_t>(tag), st.posted);
     }
   }
   return out;

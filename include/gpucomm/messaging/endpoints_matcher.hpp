@@ -78,7 +78,7 @@ struct OwnerState {
   Unexpected umq[kUnexp];
   uint16_t bin_head[bins];
   uint16_t bin_tail[bins];
-  uint64_t stage[32][4];  // a warp's drained records (their first four words)
+  uint64_t stage[32][4];        // a warp's drained records (their first four words)
   uint32_t umq_head, umq_tail;  // arrival counters; entries [head, tail) live or gone
   uint32_t post_seq;
   uint32_t posted;  // receives in bins

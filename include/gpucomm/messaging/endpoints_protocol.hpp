@@ -22,7 +22,6 @@
 #include "gpucomm/messaging/endpoints_layout.hpp"
 #include "gpucomm/messaging/endpoints_matcher.hpp"
 
-
 namespace gpucomm::msg::ep {
 
 // What went wrong (a backend's fail() reports it and does not return).
@@ -112,7 +111,7 @@ GPUCOMM_EP_FN void check_send(const B& b, const EndpointsHandle& h, int pe, int 
 // the credit word, the stamped record. Returns when the record is written (the buffer is free).
 template <class B>
 GPUCOMM_EP_FN void send(const B& b, const EndpointsHandle& h, int pe, int ep, int tag, const void* buf,
-                         uint32_t bytes) {
+                        uint32_t bytes) {
   check_send(b, h, pe, ep, tag, bytes);
   const Layout& l = h.lay;
   const uint64_t t = b.fadd(ticket_word(h.region, l, pe, ep), 1);
@@ -209,7 +208,7 @@ GPUCOMM_EP_FN void consume(const B& b, const EndpointsHandle& h, S& st, uint32_t
 // and 3 (already read), the rest from the ring (complete: the drain saw every word stamped).
 template <class B, class S>
 GPUCOMM_EP_FN void deliver(const B& b, S& st, uint16_t id, uint32_t src, int32_t tag, uint32_t bytes, uint64_t w2,
-                            uint64_t w3, const uint64_t* rec) {
+                           uint64_t w3, const uint64_t* rec) {
   Recv& r = st.recv[id];
   const uint32_t n = bytes < r.capacity ? bytes : r.capacity;
   if (n == 8 && (reinterpret_cast<uintptr_t>(r.buf) & 7u) == 0) {
@@ -246,7 +245,7 @@ GPUCOMM_EP_FN bool rest_complete(const B& b, const uint64_t* rec, uint32_t stamp
 // A complete record of sender s at ticket t: its receive, or the unexpected list.
 template <class B, class S>
 GPUCOMM_EP_FN void arrived(const B& b, const EndpointsHandle& h, S& st, uint32_t s, uint64_t t, uint64_t w0,
-                            uint64_t w1, uint64_t w2, uint64_t w3, const uint64_t* rec) {
+                           uint64_t w1, uint64_t w2, uint64_t w3, const uint64_t* rec) {
   const auto tag = static_cast<int32_t>(static_cast<uint32_t>(w0));
   const uint32_t bytes = static_cast<uint32_t>(w1 >> 16) & 0xffffu;
   const uint16_t id = take_posted(st, static_cast<int32_t>(s), tag);
@@ -261,7 +260,7 @@ GPUCOMM_EP_FN void arrived(const B& b, const EndpointsHandle& h, S& st, uint32_t
 // Checks a record's header against its ring (sender s); fails on a foreign or malformed one.
 template <class B, class S>
 GPUCOMM_EP_FN uint32_t record_bytes(const B& b, const EndpointsHandle& h, const S& st, uint32_t s, uint64_t w1,
-                                     const uint64_t* rec) {
+                                    const uint64_t* rec) {
   const uint32_t bytes = static_cast<uint32_t>(w1 >> 16) & 0xffffu;
   if ((static_cast<uint32_t>(w1) & 0xffffu) != s || bytes > h.lay.max_bytes)
     b.fail(Fail::bad_record, static_cast<int>(s), st.ep, rec, s, w1);
@@ -274,7 +273,7 @@ GPUCOMM_EP_FN uint32_t drain_sender(const B& b, const EndpointsHandle& h, S& st,
   SenderState& q = st.sender[s];
   uint32_t n = 0;
   while (n < limit) {
-    if (static_cast<int64_t>(q.next - q.base) < 0) q.next = q.base;  // the prefix grew past it
+    if (static_cast<int64_t>(q.next - q.base) < 0) q.next = q.base;                 // the prefix grew past it
     while (q.next - q.base < 64 && ((q.mask >> (q.next - q.base)) & 1u)) ++q.next;  // consumed already
     if (umq_full(st)) return n;
     const uint64_t* rec = ring_slot(h.region, h.lay, st.ep, s, q.next);
@@ -312,7 +311,7 @@ GPUCOMM_EP_FN void check_recv_args(const B& b, const EndpointsHandle& h, const S
 // compatible unexpected message at once when there is one.
 template <class B, class S>
 GPUCOMM_EP_FN uint16_t irecv(const B& b, const EndpointsHandle& h, S& st, void* buf, uint32_t capacity, int src,
-                              int tag) {
+                             int tag) {
   check_recv_args(b, h, st, src, tag);
   const uint16_t id = take_recv(st);
   if (id == kNone) b.fail(Fail::too_many_receives, src, st.ep, nullptr, S::recvs, st.held);
