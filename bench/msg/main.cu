@@ -134,18 +134,18 @@ struct Bench : bench::Harness {
     pingpong_at<coop::Block>(name, "block", 256, unexpected);
   }
 
-  // Latency breakdown of one group messaging itself: ns per irecv, send and wait.
-  template <class C>
-  void steps_at(const char* level, int threads) {
+  // Latency breakdown of one group messaging itself: ns per irecv, send and wait, the three sums a
+  // kernel leaves in ns[0..2] (launched by `launch(ns)`), divided by the iterations.
+  template <class Launch>
+  void three_steps(const char* const names[3], const char* level, const std::string& what, Launch launch) {
     unsigned long long* ns = nullptr;
     ck(cudaMalloc(&ns, 3 * sizeof(unsigned long long)), "cudaMalloc");
-    Result r[3] = {{"step_irecv_ns", level, 8, 1, "ns", {}},
-                   {"step_send_ns", level, 8, 1, "ns", {}},
-                   {"step_wait_ns", level, 8, 1, "ns", {}}};
+    Result r[3] = {
+        {names[0], level, 8, 1, "ns", {}}, {names[1], level, 8, 1, "ns", {}}, {names[2], level, 8, 1, "ns", {}}};
     for (int t = 0; t <= trials; ++t) {  // trial 0 warms up
-      timed(1, [&] { msg_bench::k_msg_steps<C><<<1, threads, 0, s>>>(mpi, flags + 64, iters, base, ns, fail); });
+      timed(1, [&] { launch(ns); });
       base += static_cast<uint64_t>(iters);
-      check_fail(std::string("steps (") + level + ")");
+      check_fail(what + " (" + level + ")");
       unsigned long long got[3] = {0, 0, 0};
       ck(cudaMemcpy(got, ns, sizeof got, cudaMemcpyDeviceToHost), "cudaMemcpy");
       if (t == 0) continue;
@@ -153,6 +153,14 @@ struct Bench : bench::Harness {
     }
     for (auto& x : r) add(std::move(x));
     (void)cudaFree(ns);
+  }
+
+  template <class C>
+  void steps_at(const char* level, int threads) {
+    static const char* const names[3] = {"step_irecv_ns", "step_send_ns", "step_wait_ns"};
+    three_steps(names, level, "steps", [&](unsigned long long* ns) {
+      msg_bench::k_msg_steps<C><<<1, threads, 0, s>>>(mpi, flags + 64, iters, base, ns, fail);
+    });
   }
 
   void steps() {
@@ -327,22 +335,11 @@ struct Bench : bench::Harness {
 
   template <class C>
   void ep_steps_at(const char* level, int threads) {
-    unsigned long long* ns = nullptr;
-    ck(cudaMalloc(&ns, 3 * sizeof(unsigned long long)), "cudaMalloc");
-    Result r[3] = {{"ep_step_irecv_ns", level, 8, 1, "ns", {}},
-                   {"ep_step_send_ns", level, 8, 1, "ns", {}},
-                   {"ep_step_wait_ns", level, 8, 1, "ns", {}}};
-    for (int t = 0; t <= trials; ++t) {  // trial 0 warms up
-      timed(1, [&] { msg_bench::k_ep_steps<C><<<1, threads, 0, s>>>(eps.device(), flags + 64, iters, ns); });
-      check_fail(std::string("endpoint steps (") + level + ")");
-      eps.check_device();
-      unsigned long long got[3] = {0, 0, 0};
-      ck(cudaMemcpy(got, ns, sizeof got, cudaMemcpyDeviceToHost), "cudaMemcpy");
-      if (t == 0) continue;
-      for (int k = 0; k < 3; ++k) r[k].samples.push_back(static_cast<double>(got[k]) / iters);
-    }
-    for (auto& x : r) add(std::move(x));
-    (void)cudaFree(ns);
+    static const char* const names[3] = {"ep_step_irecv_ns", "ep_step_send_ns", "ep_step_wait_ns"};
+    three_steps(names, level, "endpoint steps", [&](unsigned long long* ns) {
+      msg_bench::k_ep_steps<C><<<1, threads, 0, s>>>(eps.device(), flags + 64, iters, ns);
+    });
+    eps.check_device();
   }
 
   void endpoints() {
