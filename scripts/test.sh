@@ -93,7 +93,10 @@ fi
 if [ "$quick" = 0 ]; then
   step install "the wheel (built once), installed; smoke test; C++ consumers against it"
   rm -rf build/wheelhouse
-  if "$PY" -m pip wheel -q --no-build-isolation --no-deps -w build/wheelhouse . \
+  # PTX only (no ptxas at build time): this wheel serves the smoke test and the consumer builds on a
+  # machine without a GPU; the GPU machine builds SASS (scripts/gpu-check.sh).
+  if "$PY" -m pip wheel -q --no-build-isolation --no-deps -w build/wheelhouse \
+       --config-settings=cmake.define.CMAKE_CUDA_ARCHITECTURES=90-virtual . \
      && "$PY" -m pip install -q --force-reinstall --no-deps build/wheelhouse/gpucomm-*.whl; then
     (cd /tmp && "$PY" -c "import gpucomm, gpucomm._core; print('installed gpucomm', gpucomm.__version__)" \
        && gpucomm --help >/dev/null && gpucomm info >/dev/null && test -f "$(gpucomm --cmake-dir)/gpucommConfig.cmake" \
