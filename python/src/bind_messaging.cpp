@@ -641,14 +641,16 @@ void py_messenger_before_close(nb::handle messenger, std::function<void(bool)> h
 }
 
 void bind_partitioned(nb::module_& m);  // bind_partitioned.cpp
+void bind_endpoints(nb::module_& m);    // bind_endpoints.cpp
 
 void bind_messaging(nb::module_& parent) {
   nb::module_ m = parent.def_submodule(
       "messaging",
       "Two-sided messaging (docs/MESSAGING.md): Messenger, Comm, Request, Status, Message, Event, Partitioned, "
-      "PartitionedRequest.");
+      "PartitionedRequest, Endpoints, EndpointOwner, EndpointStatus.");
   bind_values(m);
   bind_comm(m);
   bind_messenger(m);
   bind_partitioned(m);
+  bind_endpoints(m);
 }
