@@ -82,6 +82,7 @@ struct OwnerState {
   uint32_t umq_head, umq_tail;  // arrival counters; entries [head, tail) live or gone
   uint32_t post_seq;
   uint32_t posted;  // receives in bins
+  uint32_t in_class[4];  // of them: exact, (ANY, tag), (source, ANY), (ANY, ANY) (bin_class)
   uint32_t held;    // receives not free (posted or done and not yet waited for)
   uint16_t free_head;
   uint16_t reserved;
@@ -122,6 +123,7 @@ GPUCOMM_EP_FN void init(S& st, int32_t ep, uint32_t senders) {
   st.umq_head = st.umq_tail = 0;
   st.post_seq = 0;
   st.posted = 0;
+  for (uint32_t& c : st.in_class) c = 0;
   st.held = 0;
   st.ep = ep;
   st.senders = senders;
@@ -146,6 +148,12 @@ GPUCOMM_EP_FN void give_recv(S& st, uint16_t id) {
   --st.held;
 }
 
+// The class of a bin: 0 exact keys, 1 (ANY, tag), 2 (source, ANY), 3 (ANY, ANY).
+template <class S>
+GPUCOMM_EP_FN uint32_t bin_class(uint32_t bin) {
+  return bin / S::buckets;
+}
+
 // Appends posted receive `id` (src, tag, buffer already set) to its bin with the next sequence number.
 template <class S>
 GPUCOMM_EP_FN void bin_append(S& st, uint16_t id) {
@@ -160,6 +168,7 @@ GPUCOMM_EP_FN void bin_append(S& st, uint16_t id) {
   }
   st.bin_tail[b] = id;
   ++st.posted;
+  ++st.in_class[bin_class<S>(b)];
 }
 
 // The earliest posted receive compatible with a message (src, tag), taken out of its bin; kNone
@@ -172,6 +181,7 @@ GPUCOMM_EP_FN uint16_t take_posted(S& st, int32_t src, int32_t tag) {
   uint16_t best = kNone, best_prev = kNone;
   uint32_t best_bin = 0;
   for (uint32_t c = 0; c < 4; ++c) {
+    if (st.in_class[c] == 0) continue;  // no receive of this class is posted: its bin is empty
     uint16_t prev = kNone;
     for (uint16_t i = st.bin_head[cand[c]]; i != kNone; prev = i, i = st.recv[i].next) {
       const Recv& r = st.recv[i];
@@ -193,6 +203,7 @@ GPUCOMM_EP_FN uint16_t take_posted(S& st, int32_t src, int32_t tag) {
   }
   if (st.bin_tail[best_bin] == best) st.bin_tail[best_bin] = best_prev;
   --st.posted;
+  --st.in_class[bin_class<S>(best_bin)];
   return best;
 }
 
@@ -211,6 +222,7 @@ GPUCOMM_EP_FN void unlink_posted(S& st, uint16_t id) {
     }
     if (st.bin_tail[b] == id) st.bin_tail[b] = prev;
     --st.posted;
+    --st.in_class[bin_class<S>(b)];
     return;
   }
 }
