@@ -81,9 +81,9 @@ struct OwnerState {
   uint64_t stage[32][4];        // a warp's drained records (their first four words)
   uint32_t umq_head, umq_tail;  // arrival counters; entries [head, tail) live or gone
   uint32_t post_seq;
-  uint32_t posted;  // receives in bins
+  uint32_t posted;       // receives in bins
   uint32_t in_class[4];  // of them: exact, (ANY, tag), (source, ANY), (ANY, ANY) (bin_class)
-  uint32_t held;    // receives not free (posted or done and not yet waited for)
+  uint32_t held;         // receives not free (posted or done and not yet waited for)
   uint16_t free_head;
   uint16_t reserved;
   int32_t ep;  // the endpoint owned, -1 when closed
