@@ -256,8 +256,7 @@ __device__ __forceinline__ Status wait(G g, const EndpointsHandle& h, S& st, uin
           if (i == 1) start = b.now();
           if ((i & 255u) == 0) {
             const Recv& r = st.recv[id];
-            b.check_wait(start, Fail::recv_timeout, r.src, st.ep, nullptr,
-                         (static_cast<uint64_t>(static_cast<uint32_t>(r.src)) << 32) | static_cast<uint32_t>(r.tag),
+            b.check_wait(start, Fail::recv_timeout, r.src, st.ep, nullptr, proto::envelope_word(r.src, r.tag),
                          st.posted);
           }
         }
@@ -333,9 +332,8 @@ __device__ __forceinline__ Status probe(G g, const EndpointsHandle& h, S& st, in
   const uint64_t start = mem::globaltimer();
   for (uint32_t i = 1; !ep::iprobe(g, h, st, src, tag, &out); ++i) {
     if ((i & 255u) == 0 && detail::leader(g)) {
-      detail::backend(h).check_wait(
-          start, Fail::recv_timeout, src, st.ep, nullptr,
-          (static_cast<uint64_t>(static_cast<uint32_t>(src)) << 32) | static_cast<uint32_t>(tag), st.posted);
+      detail::backend(h).check_wait(start, Fail::recv_timeout, src, st.ep, nullptr, proto::envelope_word(src, tag),
+                                    st.posted);
     }
   }
   return out;

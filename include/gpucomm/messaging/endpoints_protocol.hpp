@@ -81,6 +81,11 @@ GPUCOMM_EP_FN const char* fail_name(Fail f) {
 
 namespace proto {
 
+// The envelope a timed-out receive or probe reports: source above tag (describe_failure decodes it).
+GPUCOMM_EP_FN uint64_t envelope_word(int32_t src, int32_t tag) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(src)) << 32) | static_cast<uint32_t>(tag);
+}
+
 // Copies n payload bytes out of (lo) 4-byte pieces of record words starting at word w.
 GPUCOMM_EP_FN void unpack(void* dst, const uint64_t* words, uint32_t n) {
   auto* d = static_cast<unsigned char*>(dst);
@@ -369,9 +374,7 @@ GPUCOMM_EP_FN Status wait(const B& b, const EndpointsHandle& h, S& st, uint16_t 
       progress(b, h, st, 1);
       if ((i & 255u) == 0) {
         const Recv& r = st.recv[id];
-        b.check_wait(start, Fail::recv_timeout, r.src, st.ep, nullptr,
-                     (static_cast<uint64_t>(static_cast<uint32_t>(r.src)) << 32) | static_cast<uint32_t>(r.tag),
-                     st.posted);
+        b.check_wait(start, Fail::recv_timeout, r.src, st.ep, nullptr, envelope_word(r.src, r.tag), st.posted);
       }
     }
   }
@@ -412,8 +415,7 @@ GPUCOMM_EP_FN Status probe(const B& b, const EndpointsHandle& h, S& st, int src,
   const uint64_t start = b.now();
   for (uint32_t i = 1; !iprobe(b, h, st, src, tag, &out); ++i) {
     if ((i & 255u) == 0) {
-      b.check_wait(start, Fail::recv_timeout, src, st.ep, nullptr,
-                   (static_cast<uint64_t>(static_cast<uint32_t>(src)) << 32) | static_cast<uint32_t>(tag), st.posted);
+      b.check_wait(start, Fail::recv_timeout, src, st.ep, nullptr, envelope_word(src, tag), st.posted);
     }
   }
   return out;
