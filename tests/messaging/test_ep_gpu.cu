@@ -247,9 +247,12 @@ TEST_F(EpGpu, RandomProgramsFollowMpiRules) {
     std::vector<int> sent(kBlocks, 0), recvd(kBlocks, 0);
     const int total = 100 + static_cast<int>(rng() % 200);
     const int small_tags = 1 + static_cast<int>(rng() % 3);
+    // Every other round only messages of 4 to 8 bytes (the first four carry the index): a warp
+    // drains them in batches of 32 matched by the lanes at once.
+    const bool small = round % 2 == 1;
     for (int i = 0; i < total; ++i) {
       Msg m{static_cast<int>(rng() % kBlocks), static_cast<int>(rng() % kBlocks), 0,
-            8 + static_cast<uint32_t>(rng() % (kMaxBytes - 7))};
+            small ? 4 + static_cast<uint32_t>(rng() % 5) : 8 + static_cast<uint32_t>(rng() % (kMaxBytes - 7))};
       if (sent[m.from] >= kMaxSends || recvd[m.ep] >= kMaxRecvs) continue;
       m.tag = m.from * 16 + static_cast<int>(rng() % small_tags);
       ++sent[m.from];
@@ -267,7 +270,9 @@ TEST_F(EpGpu, RandomProgramsFollowMpiRules) {
       to_ep[m.ep].push_back(static_cast<int>(i));
     }
     for (int b = 0; b < kBlocks; ++b) {
-      style[b] = static_cast<int>(rng() % 4);  // exact, (src, ANY), (ANY, tag), (ANY, ANY)
+      // exact, (src, ANY), (ANY, tag), (ANY, ANY), or exact and (ANY, tag) mixed (both take the
+      // messages of one tag: every message comes from PE 0)
+      style[b] = static_cast<int>(rng() % 5);
       level[b] = static_cast<int>(rng() % 2);
       std::vector<int> mine = to_ep[b];
       // Receives waited for one by one, in program order, only when one block sends to this
@@ -282,7 +287,7 @@ TEST_F(EpGpu, RandomProgramsFollowMpiRules) {
         const Msg& m = msgs[mine[k]];
         Post p{0, m.tag};
         if (style[b] == 1 || style[b] == 3) p.tag = ep::kAnyTag;
-        if (style[b] == 2 || style[b] == 3) p.src = ep::kAnySource;
+        if (style[b] == 2 || style[b] == 3 || (style[b] == 4 && rng() % 2 == 0)) p.src = ep::kAnySource;
         posts[b * kMaxRecvs + static_cast<int>(k)] = p;
         order[b * kMaxRecvs + static_cast<int>(k)] = static_cast<int>(k);
       }

@@ -108,6 +108,71 @@ __device__ __forceinline__ bool leader(coop::Block) {
   return coop::linear_thread_index() == 0;
 }
 
+// Matches a warp's batch of k complete records of sender s (tickets next .. next + k - 1, each
+// of at most 8 bytes, lane i holding the first four words of ticket next + i) with the lanes at
+// once; false (nothing done) where the batch needs the serial matcher. Applies when no (source,
+// ANY) or (ANY, ANY) receive is posted: a record can then only take a receive from its exact bin
+// or its (ANY, tag) bin. Lanes whose records share the bin of the posted class (both bins' key
+// when both classes are posted) form a group whose first lane takes their receives in ticket
+// order with the serial matcher; groups touch disjoint bins (checked), so their takes commute and
+// the outcome is the serial one. Then every lane delivers its own record, records without a
+// receive join the unexpected list in ticket order, and lane 0 counts and consumes the batch once.
+template <class S>
+__device__ __forceinline__ bool match_batch_warp(const DeviceEpBackend& b, const EndpointsHandle& h, S& st, uint32_t s,
+                                                 uint64_t next, uint32_t k, const uint64_t (&w)[4]) {
+  constexpr uint32_t kAll = 0xffffffffu;
+  const uint32_t lane = coop::lane_id();
+  SenderState& q = st.sender[s];
+  const uint64_t off = next - q.base;
+  if (k == 0 || st.in_class[2] != 0 || st.in_class[3] != 0 || off + k > 64) return false;
+  const bool exact = st.in_class[0] != 0, any = st.in_class[1] != 0;
+  const bool in = lane < k;
+  const uint32_t live = k == 32 ? kAll : (1u << k) - 1u;
+  const auto tag = static_cast<int32_t>(static_cast<uint32_t>(w[0]));
+  const uint32_t exact_bin = bin_of<S>(static_cast<int32_t>(s), tag), any_bin = bin_of<S>(kAnySource, tag);
+  uint32_t group = 0;
+  if (in) group = __match_any_sync(live, exact ? exact_bin : any_bin);
+  const bool first = in && static_cast<uint32_t>(__ffs(group) - 1) == lane;
+  if (exact && any) {
+    const uint32_t firsts = __ballot_sync(kAll, first);
+    uint32_t sharing = 0;
+    if (first) sharing = __match_any_sync(firsts, any_bin);
+    if (__any_sync(kAll, first && sharing != (1u << lane))) return false;  // two groups, one (ANY, tag) bin
+  }
+  const uint64_t* slot = ring_slot(h.region, h.lay, st.ep, s, next + lane);
+  if (in) proto::record_bytes(b, h, st, s, w[1], slot);
+  if (first) {
+    for (uint32_t m = group; m != 0; m &= m - 1) {
+      const auto j = static_cast<uint32_t>(__ffs(m) - 1);
+      st.taken[j] = take_posted_uncounted(st, static_cast<int32_t>(s),
+                                          static_cast<int32_t>(static_cast<uint32_t>(st.stage[j][0])));
+    }
+  }
+  __syncwarp();
+  const uint16_t id = in ? st.taken[lane] : kNone;
+  const uint32_t got = __ballot_sync(kAll, id != kNone);
+  const uint32_t got_any = __ballot_sync(kAll, id != kNone && st.recv[id].src == kAnySource);
+  const uint32_t missed = live & ~got;
+  const uint32_t bytes = static_cast<uint32_t>(w[1] >> 16) & 0xffffu;
+  if (id != kNone) {
+    proto::deliver(b, st, id, s, tag, bytes, w[2], w[3], slot);
+  } else if (in) {
+    umq_put(st, st.umq_tail + static_cast<uint32_t>(__popc(missed & ((1u << lane) - 1u))), next + lane, tag, s, bytes);
+  }
+  __syncwarp();
+  if (lane == 0) {
+    const auto n_any = static_cast<uint32_t>(__popc(got_any)), n = static_cast<uint32_t>(__popc(got));
+    st.posted -= n;
+    st.in_class[0] -= n - n_any;
+    st.in_class[1] -= n_any;
+    st.umq_tail += static_cast<uint32_t>(__popc(missed));
+    q.next = next + k;
+    if (got != 0) proto::consume_bits(b, h, st, s, static_cast<uint64_t>(got) << off);
+  }
+  __syncwarp();
+  return true;
+}
+
 // A warp's drain of sender s: lane i reads the record of ticket next + i; the complete prefix
 // (records of at most 8 bytes; a longer one ends the prefix and is taken by the leader) goes
 // through the matcher in ticket order on lane 0. Returns the records taken (all lanes).
@@ -143,7 +208,9 @@ __device__ __forceinline__ uint32_t drain_sender_warp(const DeviceEpBackend& b, 
     }
     __syncwarp();
     uint32_t more = 0;
-    if (lane == 0) {
+    if (match_batch_warp(b, h, st, s, next, k, w)) {
+      // taken by the lanes
+    } else if (lane == 0) {
       for (uint32_t i = 0; i < k; ++i) {
         const uint64_t t = next + i;
         const uint64_t* rec = ring_slot(h.region, h.lay, st.ep, s, t);

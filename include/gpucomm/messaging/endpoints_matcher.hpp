@@ -79,6 +79,7 @@ struct OwnerState {
   uint16_t bin_head[bins];
   uint16_t bin_tail[bins];
   uint64_t stage[32][4];        // a warp's drained records (their first four words)
+  uint16_t taken[32];           // a warp's batch: the receive each record took (kNone: unexpected)
   uint32_t umq_head, umq_tail;  // arrival counters; entries [head, tail) live or gone
   uint32_t post_seq;
   uint32_t posted;       // receives in bins
@@ -171,10 +172,18 @@ GPUCOMM_EP_FN void bin_append(S& st, uint16_t id) {
   ++st.in_class[bin_class<S>(b)];
 }
 
-// The earliest posted receive compatible with a message (src, tag), taken out of its bin; kNone
-// when none is posted. Looks at the four bins that can hold one.
+// The class of receive `id`'s bin (from what it names).
 template <class S>
-GPUCOMM_EP_FN uint16_t take_posted(S& st, int32_t src, int32_t tag) {
+GPUCOMM_EP_FN uint32_t recv_class(const S& st, uint16_t id) {
+  const Recv& r = st.recv[id];
+  return (r.src == kAnySource ? 1u : 0u) + (r.tag == kAnyTag ? 2u : 0u);
+}
+
+// The earliest posted receive compatible with a message (src, tag), taken out of its bin; kNone
+// when none is posted. Looks at the four bins that can hold one. Leaves the counters `posted` and
+// `in_class` to the caller (a warp taking a batch at once counts once; only reads them here).
+template <class S>
+GPUCOMM_EP_FN uint16_t take_posted_uncounted(S& st, int32_t src, int32_t tag) {
   if (st.posted == 0) return kNone;
   const uint32_t cand[4] = {bin_of<S>(src, tag), bin_of<S>(kAnySource, tag), bin_of<S>(src, kAnyTag),
                             bin_of<S>(kAnySource, kAnyTag)};
@@ -202,9 +211,17 @@ GPUCOMM_EP_FN uint16_t take_posted(S& st, int32_t src, int32_t tag) {
     st.recv[best_prev].next = nx;
   }
   if (st.bin_tail[best_bin] == best) st.bin_tail[best_bin] = best_prev;
-  --st.posted;
-  --st.in_class[bin_class<S>(best_bin)];
   return best;
+}
+
+template <class S>
+GPUCOMM_EP_FN uint16_t take_posted(S& st, int32_t src, int32_t tag) {
+  const uint16_t id = take_posted_uncounted(st, src, tag);
+  if (id != kNone) {
+    --st.posted;
+    --st.in_class[recv_class(st, id)];
+  }
+  return id;
 }
 
 // Takes posted receive `id` out of its bin (a cancel). O(length of its bin).
@@ -232,13 +249,19 @@ GPUCOMM_EP_FN bool umq_full(const S& st) {
   return st.umq_tail - st.umq_head >= S::unexp;
 }
 
+// Writes unexpected entry at arrival counter i (the caller advances umq_tail).
 template <class S>
-GPUCOMM_EP_FN void umq_push(S& st, uint64_t ticket, int32_t tag, uint32_t src, uint32_t bytes) {
-  Unexpected& u = st.umq[st.umq_tail & (S::unexp - 1)];
+GPUCOMM_EP_FN void umq_put(S& st, uint32_t i, uint64_t ticket, int32_t tag, uint32_t src, uint32_t bytes) {
+  Unexpected& u = st.umq[i & (S::unexp - 1)];
   u.ticket = ticket;
   u.tag = tag;
   u.src = static_cast<uint16_t>(src);
   u.bytes = static_cast<uint16_t>(bytes);
+}
+
+template <class S>
+GPUCOMM_EP_FN void umq_push(S& st, uint64_t ticket, int32_t tag, uint32_t src, uint32_t bytes) {
+  umq_put(st, st.umq_tail, ticket, tag, src, bytes);
   ++st.umq_tail;
 }
 

@@ -17,6 +17,7 @@
 // The sender reads its credit word with acquire before writing a slot, so the owner's reads of the
 // record that slot held (before its release) come before the new record's stores. The owner polls
 // the ring with relaxed loads and takes a record when every word it needs carries the stamp.
+#include <bit>
 #include <cstdint>
 
 #include "gpucomm/messaging/endpoints_layout.hpp"
@@ -189,15 +190,24 @@ GPUCOMM_EP_FN void close(const B& b, const EndpointsHandle& h, S& st) {
   st.ep = -1;
 }
 
-// Marks ticket t of sender s consumed; returns credits every quarter ring.
+// The number of consecutive one bits at the bottom of m (64 when all are set).
+GPUCOMM_EP_FN uint32_t trailing_ones(uint64_t m) {
+#if defined(__CUDA_ARCH__)
+  return m == ~uint64_t{0} ? 64u : static_cast<uint32_t>(__ffsll(static_cast<long long>(~m)) - 1);
+#else
+  return static_cast<uint32_t>(std::countr_one(m));
+#endif
+}
+
+// Marks the tickets of sender s given as bits above its consumed prefix (bit i: base + i)
+// consumed; returns credits every quarter ring.
 template <class B, class S>
-GPUCOMM_EP_FN void consume(const B& b, const EndpointsHandle& h, S& st, uint32_t s, uint64_t t) {
+GPUCOMM_EP_FN void consume_bits(const B& b, const EndpointsHandle& h, S& st, uint32_t s, uint64_t bits) {
   SenderState& q = st.sender[s];
-  q.mask |= uint64_t{1} << (t - q.base);
-  while (q.mask & 1u) {
-    q.mask >>= 1;
-    ++q.base;
-  }
+  const uint64_t m = q.mask | bits;
+  const uint32_t n = trailing_ones(m);
+  q.mask = n == 64 ? 0 : m >> n;
+  q.base += n;
   if (q.base - q.credited >= (h.lay.slots + 3u) / 4u) {
     uint64_t* cw = credit_word(region_of(h, static_cast<int>(s)), h.lay, h.rank, st.ep);
     if (static_cast<int>(s) == h.rank) {
@@ -207,6 +217,12 @@ GPUCOMM_EP_FN void consume(const B& b, const EndpointsHandle& h, S& st, uint32_t
     }
     q.credited = q.base;
   }
+}
+
+// Marks ticket t of sender s consumed.
+template <class B, class S>
+GPUCOMM_EP_FN void consume(const B& b, const EndpointsHandle& h, S& st, uint32_t s, uint64_t t) {
+  consume_bits(b, h, st, s, uint64_t{1} << (t - st.sender[s].base));
 }
 
 // Delivers a record's payload into receive `id` and completes it: the first 8 bytes from words 2
