@@ -108,8 +108,9 @@ struct EpRateArgs {
   uint64_t* rbuf;  // [senders * per]
   uint64_t* go;
   uint64_t go_base;
-  unsigned long long* ns;  // [5]: posting time, delivery time (sums over the rounds), drain passes, records
-                           // drained by them, senders' ns inside send (sum over sends)
+  unsigned long long* ns;  // [6]: posting time, delivery time (sums over the rounds), drain passes, records
+                           // drained by them, senders' ns inside send (sum over sends), the part of the
+                           // delivery time in waitall (after the drain took every message)
   Fail* f;
 };
 
@@ -147,13 +148,16 @@ __global__ void k_ep_rate(EpRateArgs a) {
     const int src = a.any_source && (j & 1) ? ep::kAnySource : 0;
     idle_ids[j] = ep::irecv(c, a.h, st, a.rbuf + w, 8, src, 1000 + j);
   }
-  unsigned long long posting = 0, delivery = 0, passes = 0, records = 0;
+  unsigned long long posting = 0, delivery = 0, passes = 0, records = 0, completing = 0;
   const int source = a.any_source ? ep::kAnySource : 0;
   for (int round = 0; round < a.rounds; ++round) {
     const uint64_t t0 = mem::globaltimer();
-    for (int j = 0; j < w; ++j) {
-      const uint16_t id = ep::irecv(c, a.h, st, &a.rbuf[j], 8, source, j % a.senders);
-      if (leader(c)) ids[j] = id;
+    // The warp posts 32 receives per call (lane i: receive j0 + i), in the order j.
+    for (int j0 = 0; j0 < w; j0 += 32) {
+      const int j = j0 + static_cast<int>(coop::lane_id());
+      const auto n = static_cast<uint32_t>(w - j0 < 32 ? w - j0 : 32);
+      const uint16_t id = ep::irecv_lanes(c, a.h, st, n, &a.rbuf[j < w ? j : 0], 8, source, j % a.senders);
+      if (j < w) ids[j] = id;
     }
     __syncwarp();
     const uint64_t t1 = mem::globaltimer();
@@ -166,10 +170,12 @@ __global__ void k_ep_rate(EpRateArgs a) {
       passes += 1;
       records += n;
     }
-    for (int j = 0; j < w; ++j) ep::wait(c, a.h, st, ids[j]);
+    const uint64_t t_drained = mem::globaltimer();
+    ep::waitall(c, a.h, st, ids, static_cast<uint32_t>(w), nullptr);
     const uint64_t t2 = mem::globaltimer();
     posting += t1 - t0;
     delivery += t2 - t1;
+    completing += t2 - t_drained;
     for (int j = static_cast<int>(coop::thread_rank(c)); j < w; j += 32) {
       const uint64_t want =
           (static_cast<uint64_t>(j % a.senders) << 32) | static_cast<uint64_t>(round * a.per + j / a.senders);
@@ -189,6 +195,7 @@ __global__ void k_ep_rate(EpRateArgs a) {
     a.ns[1] = delivery;
     a.ns[2] = passes;
     a.ns[3] = records;
+    a.ns[5] = completing;
   }
 }
 

@@ -307,7 +307,7 @@ struct Bench : bench::Harness {
 
   template <uint32_t kRecvs>
   void ep_rate_point(bool any, int senders, int idle, int rounds, Result& del, Result& all, const std::string& what,
-                     Result* per_pass = nullptr, Result* send_ns = nullptr) {
+                     Result* per_pass = nullptr, Result* send_ns = nullptr, Result* complete_ns = nullptr) {
     using State = msg_bench::RateState<kRecvs>;
     const size_t smem = sizeof(State);
     ck(cudaFuncSetAttribute(msg_bench::k_ep_rate<kRecvs>, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -322,10 +322,11 @@ struct Bench : bench::Harness {
       base += static_cast<uint64_t>(rounds);
       check_fail(what);
       eps.check_device();
-      unsigned long long got[5] = {0, 0, 0, 0, 0};
+      unsigned long long got[6] = {0, 0, 0, 0, 0, 0};
       ck(cudaMemcpy(got, rate_ns, sizeof got, cudaMemcpyDeviceToHost), "cudaMemcpy");
       if (t == 0) continue;
       if (got[1] == 0) throw std::runtime_error(what + ": the receiver reported no time");
+      if (complete_ns) complete_ns->samples.push_back(static_cast<double>(got[5]) / msgs);
       del.samples.push_back(msgs * 1e3 / static_cast<double>(got[1]));
       all.samples.push_back(msgs * 1e3 / static_cast<double>(got[0] + got[1]));
       if (per_pass && got[2]) per_pass->samples.push_back(static_cast<double>(got[3]) / static_cast<double>(got[2]));
@@ -361,13 +362,15 @@ struct Bench : bench::Harness {
             all{"ep_rate_with_posting", mode, 8, senders, "Mmsg/s", {}};
         Result pp{"ep_rate_records_per_pass", mode, 8, senders, "records", {}};
         Result sn{"ep_rate_send_ns", mode, 8, senders, "ns", {}};
+        Result cn{"ep_rate_waitall_ns", mode, 8, senders, "ns", {}};
         ep_rate_point<1024>(any != 0, senders, 0, rounds, del, all,
                             std::string("endpoints rate ") + mode + " " + std::to_string(senders) + " senders", &pp,
-                            &sn);
+                            &sn, &cn);
         add(std::move(del));
         add(std::move(all));
         add(std::move(pp));
         add(std::move(sn));
+        add(std::move(cn));
       }
       for (int d : kDepths) {
         Result del{"ep_rate_depth", mode, 8, d, "Mmsg/s", {}},

@@ -145,6 +145,7 @@ struct ProgArgs {
   const int* wait_order;  // [blocks][max_recvs]: positions in post order
   const int* ahead;       // [blocks]: post everything before waiting
   const int* send_level;  // [blocks]: 0 thread (lane 0), 1 warp
+  const int* batched;     // [blocks]: receives posted 32 at a time (irecv_lanes), completed by waitall
   int max_sends, max_recvs;
   unsigned char* rbuf;  // [blocks][max_recvs][kMaxBytes]
   Got* got;             // [blocks][max_recvs]
@@ -184,14 +185,7 @@ __global__ void program_kernel(ProgArgs a) {
     if (coop::lane_id() == 0) ids[k] = id;
     __syncwarp();
   };
-  auto complete = [&](int k) {
-    ep::Status s{};
-    if (k % 3 == 0) {
-      while (!ep::test(w, a.h, st, ids[k], &s)) {
-      }
-    } else {
-      s = ep::wait(w, a.h, st, ids[k]);
-    }
+  auto record = [&](int k, const ep::Status& s) {
     if (coop::lane_id() == 0) {
       Got& g = a.got[b * a.max_recvs + k];
       const unsigned char* r = a.rbuf + (static_cast<size_t>(b) * a.max_recvs + k) * kMaxBytes;
@@ -206,7 +200,35 @@ __global__ void program_kernel(ProgArgs a) {
       }
     }
   };
-  if (a.ahead[b]) {
+  auto complete = [&](int k) {
+    ep::Status s{};
+    if (k % 3 == 0) {
+      while (!ep::test(w, a.h, st, ids[k], &s)) {
+      }
+    } else {
+      s = ep::wait(w, a.h, st, ids[k]);
+    }
+    record(k, s);
+  };
+  if (a.batched[b]) {
+    // 32 posts per call, lane i posting receive k0 + i; then one waitall over the wait order.
+    __shared__ uint16_t in_order[64];
+    __shared__ ep::Status statuses[64];
+    for (int k0 = 0; k0 < n; k0 += 32) {
+      const int k = k0 + static_cast<int>(coop::lane_id());
+      const Post p = a.posts[b * a.max_recvs + (k < n ? k : 0)];
+      const uint16_t id = ep::irecv_lanes(w, a.h, st, static_cast<uint32_t>(n - k0 < 32 ? n - k0 : 32),
+                                          a.rbuf + (static_cast<size_t>(b) * a.max_recvs + (k < n ? k : 0)) * kMaxBytes,
+                                          kMaxBytes, p.src, p.tag);
+      if (k < n) ids[k] = id;
+    }
+    __syncwarp();
+    for (int j = static_cast<int>(coop::lane_id()); j < n; j += 32)
+      in_order[j] = ids[a.wait_order[b * a.max_recvs + j]];
+    __syncwarp();
+    ep::waitall(w, a.h, st, in_order, static_cast<uint32_t>(n), statuses);
+    for (int j = 0; j < n; ++j) record(a.wait_order[b * a.max_recvs + j], statuses[j]);
+  } else if (a.ahead[b]) {
     for (int k = 0; k < n; ++k) {
       if (k % 5 == 0) ep::iprobe(w, a.h, st, ep::kAnySource, ep::kAnyTag, nullptr);
       post(k);
@@ -260,7 +282,8 @@ TEST_F(EpGpu, RandomProgramsFollowMpiRules) {
       msgs.push_back(m);
     }
     std::vector<Send> sends(static_cast<size_t>(kBlocks) * kMaxSends);
-    std::vector<int> nsends(kBlocks, 0), nposts(kBlocks, 0), ahead(kBlocks), level(kBlocks), style(kBlocks);
+    std::vector<int> nsends(kBlocks, 0), nposts(kBlocks, 0), ahead(kBlocks), level(kBlocks), style(kBlocks),
+        batched(kBlocks, 0);
     std::vector<Post> posts(static_cast<size_t>(kBlocks) * kMaxRecvs);
     std::vector<int> order(static_cast<size_t>(kBlocks) * kMaxRecvs);
     std::vector<std::vector<int>> to_ep(kBlocks);
@@ -281,6 +304,7 @@ TEST_F(EpGpu, RandomProgramsFollowMpiRules) {
       bool one_sender = true;
       for (int i : mine) one_sender = one_sender && msgs[i].from == msgs[mine[0]].from;
       ahead[b] = !(style[b] == 0 && one_sender && rng() % 2 == 0);
+      batched[b] = ahead[b] && rng() % 2 == 0;
       if (ahead[b]) std::shuffle(mine.begin(), mine.end(), rng);
       nposts[b] = static_cast<int>(mine.size());
       for (size_t k = 0; k < mine.size(); ++k) {
@@ -303,6 +327,7 @@ TEST_F(EpGpu, RandomProgramsFollowMpiRules) {
     a.wait_order = to_device(order);
     a.ahead = to_device(ahead);
     a.send_level = to_device(level);
+    a.batched = to_device(batched);
     a.max_sends = kMaxSends;
     a.max_recvs = kMaxRecvs;
     CUDA_OK(cudaMalloc(&a.rbuf, static_cast<size_t>(kBlocks) * kMaxRecvs * kMaxBytes));
@@ -339,7 +364,8 @@ TEST_F(EpGpu, RandomProgramsFollowMpiRules) {
     for (const void* p :
          {static_cast<const void*>(a.sends), static_cast<const void*>(a.nsends), static_cast<const void*>(a.posts),
           static_cast<const void*>(a.nposts), static_cast<const void*>(a.wait_order), static_cast<const void*>(a.ahead),
-          static_cast<const void*>(a.send_level), static_cast<const void*>(a.rbuf), static_cast<const void*>(a.got)})
+          static_cast<const void*>(a.send_level), static_cast<const void*>(a.batched), static_cast<const void*>(a.rbuf),
+          static_cast<const void*>(a.got)})
       (void)cudaFree(const_cast<void*>(p));
     if (HasFailure()) return;
   }

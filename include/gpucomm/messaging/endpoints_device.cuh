@@ -9,6 +9,8 @@
 //   ep::irecv(g, h, st, buf, capacity, src, tag)     a request id; src may be kAnySource, tag kAnyTag
 //   ep::wait(g, h, st, id) / ep::test(g, h, st, id, &status)
 //   ep::recv(g, h, st, buf, capacity, src, tag)      irecv + wait
+//   ep::irecv_lanes(warp, h, st, n, buf, capacity, src, tag)  lanes 0..n-1 post one receive each
+//   ep::waitall(g, h, st, ids, n, statuses)          waits for n receives (a warp checks 32 at once)
 //   ep::cancel(g, h, st, id)                         a posted receive completes with kErrCancelled
 //   ep::iprobe(g, h, st, src, tag, &status) / ep::probe(g, h, st, src, tag)
 //   ep::progress(g, h, st)                           drains the rings (waits and tests do it too)
@@ -336,6 +338,135 @@ __device__ __forceinline__ Status wait(G g, const EndpointsHandle& h, S& st, uin
     if (detail::leader(g)) give_recv(st, id);
     coop::sync(g);
     return out;
+  }
+}
+
+// Lanes 0..n-1 of the warp each post one receive (their own buf, capacity, src, tag), in lane
+// order: the same outcome as n irecv calls in that order; returns each posting lane's request id
+// (kNone on lanes >= n). With no unexpected message held, the receives go into their bins at once:
+// lane 0 takes n free entries, and the lanes whose receives share a bin (__match_any_sync) chain
+// themselves in lane order, the lowest one appending the chain to the bin. Otherwise lane 0 posts
+// them one by one (each may take an unexpected message).
+template <class S>
+__device__ __forceinline__ uint16_t irecv_lanes(coop::Warp, const EndpointsHandle& h, S& st, uint32_t n, void* buf,
+                                                uint32_t capacity, int src, int tag) {
+  constexpr uint32_t kAll = 0xffffffffu;
+  const auto b = detail::backend(h);
+  const uint32_t lane = coop::lane_id();
+  if (n > 32) n = 32;
+  const bool in = lane < n;
+  if (in) proto::check_recv_args(b, h, st, src, tag);
+  __syncwarp();
+  if (st.umq_head != st.umq_tail || st.held + n > S::recvs) {
+    uint16_t mine = kNone;
+    for (uint32_t i = 0; i < n; ++i) {
+      const auto bi = reinterpret_cast<void*>(__shfl_sync(kAll, reinterpret_cast<uintptr_t>(buf), static_cast<int>(i)));
+      const uint32_t ci = __shfl_sync(kAll, capacity, static_cast<int>(i));
+      const int si = __shfl_sync(kAll, src, static_cast<int>(i)), ti = __shfl_sync(kAll, tag, static_cast<int>(i));
+      uint16_t id = 0;
+      if (lane == 0) id = proto::irecv(b, h, st, bi, ci, si, ti);
+      id = static_cast<uint16_t>(__shfl_sync(kAll, id, 0));
+      if (lane == i) mine = id;
+    }
+    return mine;
+  }
+  if (lane == 0) {
+    for (uint32_t i = 0; i < n; ++i) st.taken[i] = take_recv(st);  // n are free (checked above)
+  }
+  __syncwarp();
+  const uint16_t id = in ? st.taken[lane] : kNone;
+  const uint32_t live = n == 32 ? kAll : (1u << n) - 1u;
+  const uint32_t bin = bin_of<S>(src, tag);
+  uint32_t group = 0;
+  if (in) {
+    Recv& r = st.recv[id];
+    r.buf = buf;
+    r.capacity = capacity;
+    r.src = src;
+    r.tag = tag;
+    r.seq = st.post_seq + lane;
+    group = __match_any_sync(live, bin);
+    const uint32_t after = group & ~((2u << lane) - 1u);  // the group's lanes above this one (lane 31: none)
+    r.next = after != 0 ? st.taken[__ffs(after) - 1] : kNone;
+  }
+  const uint32_t cls = (src == kAnySource ? 1u : 0u) + (tag == kAnyTag ? 2u : 0u);
+  uint32_t count[4];
+  for (uint32_t c = 0; c < 4; ++c) count[c] = static_cast<uint32_t>(__popc(__ballot_sync(kAll, in && cls == c)));
+  if (in && static_cast<uint32_t>(__ffs(group) - 1) == lane) {  // the group's first lane appends the chain
+    const uint16_t old = st.bin_tail[bin];
+    if (old == kNone) {
+      st.bin_head[bin] = id;
+    } else {
+      st.recv[old].next = id;
+    }
+    st.bin_tail[bin] = st.taken[31 - __clz(group)];
+  }
+  __syncwarp();
+  if (lane == 0) {
+    st.post_seq += n;
+    st.posted += n;
+    for (uint32_t c = 0; c < 4; ++c) st.in_class[c] += count[c];
+  }
+  __syncwarp();
+  return id;
+}
+
+// Waits for the n receives ids[0 .. n-1] (each at most once) and writes their statuses to
+// statuses[0 .. n-1] (when not null). A warp (a block's warp 0) checks 32 of them at a time, one
+// per lane, drains the rings until all 32 are done and gives them back at once; a thread waits for
+// them in order.
+template <class G, class S>
+__device__ __forceinline__ void waitall(G g, const EndpointsHandle& h, S& st, const uint16_t* ids, uint32_t n,
+                                        Status* statuses) {
+  const auto b = detail::backend(h);
+  if constexpr (std::is_same_v<G, coop::Thread>) {
+    for (uint32_t i = 0; i < n; ++i) {
+      const Status s = proto::wait(b, h, st, ids[i]);
+      if (statuses) statuses[i] = s;
+    }
+  } else {
+    constexpr uint32_t kAll = 0xffffffffu;
+    const bool in_warp0 = std::is_same_v<G, coop::Warp> || coop::warp_id() == 0;
+    if (in_warp0) {
+      const uint32_t lane = coop::lane_id();
+      for (uint32_t base = 0; base < n; base += 32) {
+        const uint32_t m = n - base < 32 ? n - base : 32;
+        const bool in = lane < m;
+        const uint16_t id = in ? ids[base + lane] : kNone;
+        if (in) proto::check_request(b, st, id);
+        const uint32_t live = m == 32 ? kAll : (1u << m) - 1u;
+        if (in && __match_any_sync(live, id) != (1u << lane))  // the same request twice
+          b.fail(Fail::bad_request, -1, st.ep, nullptr, S::recvs, id);
+        uint64_t start = 0;
+        for (uint32_t i = 1;; ++i) {
+          const uint32_t pending = __ballot_sync(kAll, in && st.recv[id].state != kRecvDone);
+          if (pending == 0) break;
+          detail::progress_warp(b, h, st, true);
+          if (i == 1) start = b.now();
+          if ((i & 255u) == 0 && lane == static_cast<uint32_t>(__ffs(pending) - 1)) {
+            const Recv& r = st.recv[id];
+            b.check_wait(start, Fail::recv_timeout, r.src, st.ep, nullptr, proto::envelope_word(r.src, r.tag),
+                         st.posted);
+          }
+        }
+        // Back to the free list at once: each lane links its entry to the next lane's, the last
+        // one to the old head.
+        const uint16_t up = static_cast<uint16_t>(__shfl_down_sync(kAll, id, 1));
+        if (in) {
+          Recv& r = st.recv[id];
+          if (statuses) statuses[base + lane] = Status{r.src, r.tag, r.seq, r.error};
+          r.state = kRecvFree;
+          r.next = lane + 1 < m ? up : st.free_head;
+        }
+        __syncwarp();
+        if (lane == 0) {
+          st.free_head = id;
+          st.held -= m;
+        }
+        __syncwarp();
+      }
+    }
+    coop::sync(g);
   }
 }
 

@@ -378,6 +378,15 @@ def table(res: dict) -> list[str]:
                    "[with posting]", lambda n: f"{n} warps")
         rate_table("ep_rate_depth", "endpoints, the same window with D receives posted, Mmsg/s [with posting]",
                    lambda d: f"D = {d}")
+        cols = sorted({r["ctas"] for r in res["results"] if r["name"] == "ep_rate_waitall_ns"})
+        if cols:
+            lines.extend(["", "endpoints rate, per message (no_any_source): records per drain call, ns in send "
+                          "(a sender's), ns in waitall after the drain (the receiver's)",
+                          f"{'':<40} " + " ".join(f"{str(n) + ' warps':>16}" for n in cols)])
+            for name, what in (("ep_rate_records_per_pass", "records per drain call"),
+                               ("ep_rate_send_ns", "send, ns"), ("ep_rate_waitall_ns", "waitall, ns")):
+                lines.append(f"{what:<40} " + " ".join(
+                    f"{fmt(point(res, name, 'no_any_source', 8, n), 1):>16}" for n in cols))
         steps = [r for r in res["results"] if r["name"].startswith("step_")]
         if steps:
             lines += ["", "latency breakdown, one group messaging itself alone, ns per call (medians)",
