@@ -40,7 +40,7 @@ void run_sequence(uint64_t seed, const Shape& sh, int events) {
     step.umq = ref.umq;
     step.prq = ref.prq;
     const bool post = pick(100) < sh.post_pct;
-    if (post && st->free_head == ep::kNone) {
+    if (post && st->held == S::recvs) {
       // Every entry is held: give back a matched one (a wait) or skip the post.
       if (done.empty()) continue;
       ep::give_recv(*st, done.back());

@@ -183,6 +183,14 @@ __device__ __forceinline__ uint32_t drain_sender_warp(const DeviceEpBackend& b, 
                                                       uint32_t s, bool once = false) {
   const uint32_t lane = coop::lane_id();
   uint32_t total = 0;
+  // The next batch's records, loaded before this batch is matched (the loads' trip to L2 overlaps
+  // the matching): valid for ticket pre_t + lane while pre_t is the next ticket to read.
+  uint64_t pre[4] = {0, 0, 0, 0};
+  uint64_t pre_t = ~0ull;
+  auto complete = [&](const uint64_t (&x)[4], uint64_t t) {
+    const uint32_t stamp = stamp_of(t);
+    return has_stamp(x[0], stamp) && has_stamp(x[1], stamp) && has_stamp(x[2], stamp) && has_stamp(x[3], stamp);
+  };
   for (;;) {
     SenderState& q = st.sender[s];
     if (lane == 0 && static_cast<int64_t>(q.next - q.base) < 0) q.next = q.base;  // the prefix grew past it
@@ -195,18 +203,29 @@ __device__ __forceinline__ uint32_t drain_sender_warp(const DeviceEpBackend& b, 
     uint64_t w[4] = {0, 0, 0, 0};
     if (clean && lane < q.base + h.lay.slots - next) {
       const uint64_t t = next + lane;
-      const uint64_t* rec = ring_slot(h.region, h.lay, st.ep, s, t);
-      DeviceEpBackend::ld2(rec, w[0], w[1]);
-      DeviceEpBackend::ld2(rec + 2, w[2], w[3]);
-      const uint32_t stamp = stamp_of(t);
-      ok = has_stamp(w[0], stamp) && has_stamp(w[1], stamp) && has_stamp(w[2], stamp) && has_stamp(w[3], stamp) &&
-           (static_cast<uint32_t>(w[1] >> 16) & 0xffffu) <= 8u;
+      // A record is immutable from its last stamped word until it is consumed and credited: a
+      // complete prefetched copy is the record; an incomplete one is loaded again.
+      if (pre_t == next && complete(pre, t)) {
+        for (int i = 0; i < 4; ++i) w[i] = pre[i];
+      } else {
+        const uint64_t* rec = ring_slot(h.region, h.lay, st.ep, s, t);
+        DeviceEpBackend::ld2(rec, w[0], w[1]);
+        DeviceEpBackend::ld2(rec + 2, w[2], w[3]);
+      }
+      ok = complete(w, t) && (static_cast<uint32_t>(w[1] >> 16) & 0xffffu) <= 8u;
     }
     const uint32_t good = __ballot_sync(0xffffffffu, ok);
     uint32_t k = good == 0xffffffffu ? 32u : static_cast<uint32_t>(__ffs(~good) - 1);  // the complete prefix
     if (k > room) k = room;
     if (lane < k) {
       for (int i = 0; i < 4; ++i) st.stage[lane][i] = w[i];
+    }
+    pre_t = ~0ull;
+    if (k == 32 && !once) {  // a full batch: the loop goes on with the next 32 tickets
+      pre_t = next + 32;
+      const uint64_t* rec = ring_slot(h.region, h.lay, st.ep, s, pre_t + lane);
+      DeviceEpBackend::ld2(rec, pre[0], pre[1]);
+      DeviceEpBackend::ld2(rec + 2, pre[2], pre[3]);
     }
     __syncwarp();
     uint32_t more = 0;
@@ -370,11 +389,13 @@ __device__ __forceinline__ uint16_t irecv_lanes(coop::Warp, const EndpointsHandl
     }
     return mine;
   }
-  if (lane == 0) {
-    for (uint32_t i = 0; i < n; ++i) st.taken[i] = take_recv(st);  // n are free (checked above)
+  // n entries are free (checked above): lane i takes the i-th from the top of the stack.
+  const uint16_t id = in ? st.free_ids[S::recvs - 1 - st.held - lane] : kNone;
+  if (in) {
+    st.taken[lane] = id;
+    st.recv[id].state = kRecvPosted;
   }
   __syncwarp();
-  const uint16_t id = in ? st.taken[lane] : kNone;
   const uint32_t live = n == 32 ? kAll : (1u << n) - 1u;
   const uint32_t bin = bin_of<S>(src, tag);
   uint32_t group = 0;
@@ -403,6 +424,7 @@ __device__ __forceinline__ uint16_t irecv_lanes(coop::Warp, const EndpointsHandl
   }
   __syncwarp();
   if (lane == 0) {
+    st.held += n;
     st.post_seq += n;
     st.posted += n;
     for (uint32_t c = 0; c < 4; ++c) st.in_class[c] += count[c];
@@ -449,20 +471,15 @@ __device__ __forceinline__ void waitall(G g, const EndpointsHandle& h, S& st, co
                          st.posted);
           }
         }
-        // Back to the free list at once: each lane links its entry to the next lane's, the last
-        // one to the old head.
-        const uint16_t up = static_cast<uint16_t>(__shfl_down_sync(kAll, id, 1));
+        // Back to the free stack at once, lane i's entry i-th above its top.
         if (in) {
           Recv& r = st.recv[id];
           if (statuses) statuses[base + lane] = Status{r.src, r.tag, r.seq, r.error};
           r.state = kRecvFree;
-          r.next = lane + 1 < m ? up : st.free_head;
+          st.free_ids[S::recvs - st.held + lane] = id;
         }
         __syncwarp();
-        if (lane == 0) {
-          st.free_head = id;
-          st.held -= m;
-        }
+        if (lane == 0) st.held -= m;
         __syncwarp();
       }
     }

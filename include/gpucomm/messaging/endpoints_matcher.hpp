@@ -40,7 +40,7 @@ struct Recv {
   int32_t src;    // posted: the source or kAnySource; done: the message's source
   int32_t tag;    // posted: the tag or kAnyTag; done: the message's tag
   uint32_t seq;   // posted: post order; done: the message's length
-  uint16_t next;  // posted: next in the bin; free: next free
+  uint16_t next;  // posted: next in the bin
   uint8_t state;
   uint8_t error;  // done: kErrNone or kErrTruncated
 };
@@ -78,6 +78,7 @@ struct OwnerState {
   Unexpected umq[kUnexp];
   uint16_t bin_head[bins];
   uint16_t bin_tail[bins];
+  uint16_t free_ids[kRecvs];    // the free entries: free_ids[0 .. kRecvs - held), a stack (a warp pops 32 at once)
   uint64_t stage[32][4];        // a warp's drained records (their first four words)
   uint16_t taken[32];           // a warp's batch: the receive each record took (kNone: unexpected)
   uint32_t umq_head, umq_tail;  // arrival counters; entries [head, tail) live or gone
@@ -85,9 +86,7 @@ struct OwnerState {
   uint32_t posted;       // receives in bins
   uint32_t in_class[4];  // of them: exact, (ANY, tag), (source, ANY), (ANY, ANY) (bin_class)
   uint32_t held;         // receives not free (posted or done and not yet waited for)
-  uint16_t free_head;
-  uint16_t reserved;
-  int32_t ep;  // the endpoint owned, -1 when closed
+  int32_t ep;            // the endpoint owned, -1 when closed
   uint32_t senders;
 };
 
@@ -117,10 +116,9 @@ template <class S>
 GPUCOMM_EP_FN void init(S& st, int32_t ep, uint32_t senders) {
   for (uint32_t i = 0; i < S::recvs; ++i) {
     st.recv[i].state = kRecvFree;
-    st.recv[i].next = static_cast<uint16_t>(i + 1 < S::recvs ? i + 1 : kNone);
+    st.free_ids[i] = static_cast<uint16_t>(S::recvs - 1 - i);  // entry 0 taken first
   }
   for (uint32_t i = 0; i < S::bins; ++i) st.bin_head[i] = st.bin_tail[i] = kNone;
-  st.free_head = 0;
   st.umq_head = st.umq_tail = 0;
   st.post_seq = 0;
   st.posted = 0;
@@ -133,9 +131,8 @@ GPUCOMM_EP_FN void init(S& st, int32_t ep, uint32_t senders) {
 // A free receive entry, or kNone when kRecvs are held.
 template <class S>
 GPUCOMM_EP_FN uint16_t take_recv(S& st) {
-  const uint16_t id = st.free_head;
-  if (id == kNone) return kNone;
-  st.free_head = st.recv[id].next;
+  if (st.held >= S::recvs) return kNone;
+  const uint16_t id = st.free_ids[S::recvs - 1 - st.held];
   st.recv[id].state = kRecvPosted;
   ++st.held;
   return id;
@@ -144,8 +141,7 @@ GPUCOMM_EP_FN uint16_t take_recv(S& st) {
 template <class S>
 GPUCOMM_EP_FN void give_recv(S& st, uint16_t id) {
   st.recv[id].state = kRecvFree;
-  st.recv[id].next = st.free_head;
-  st.free_head = id;
+  st.free_ids[S::recvs - st.held] = id;
   --st.held;
 }
 
