@@ -240,14 +240,15 @@ __device__ __forceinline__ uint32_t drain_sender_warp(const DeviceEpBackend& b, 
         proto::arrived(b, h, st, s, t, x[0], x[1], x[2], x[3], rec);
       }
       q.next = next + k;
-      // Nothing the lanes could take (a longer record, tickets consumed after a reopen): one record
-      // at a time.
-      if (k == 0) more = proto::drain_sender(b, h, st, s);
+      // Nothing the lanes could take (a longer record first, tickets consumed after a reopen, or
+      // no record yet): lane 0 takes at most one record, and the lanes go on after it. (Draining
+      // on serially here would take every record that keeps arriving one at a time.)
+      if (k == 0) more = proto::drain_sender(b, h, st, s, 1);
     }
     more = __shfl_sync(0xffffffffu, more, 0);
     total += k + more;
     __syncwarp();
-    if (k < 32 || once) return total;
+    if ((k < 32 && more == 0) || once) return total;
   }
 }
 
