@@ -117,8 +117,9 @@ __device__ __forceinline__ bool leader(coop::Block) {
 // or its (ANY, tag) bin. Lanes whose records share the bin of the posted class (both bins' key
 // when both classes are posted) form a group whose first lane takes their receives in ticket
 // order with the serial matcher; groups touch disjoint bins (checked), so their takes commute and
-// the outcome is the serial one. Then every lane delivers its own record, records without a
-// receive join the unexpected list in ticket order, and lane 0 counts and consumes the batch once.
+// the outcome is the serial one. Then lane 0 consumes the records taken (their credit), every lane
+// delivers its own record from its registers, records without a receive join the unexpected list
+// in ticket order, and lane 0 updates the counters once.
 template <class S>
 __device__ __forceinline__ bool match_batch_warp(const DeviceEpBackend& b, const EndpointsHandle& h, S& st, uint32_t s,
                                                  uint64_t next, uint32_t k, const uint64_t (&w)[4]) {
@@ -156,6 +157,12 @@ __device__ __forceinline__ bool match_batch_warp(const DeviceEpBackend& b, const
   const uint32_t got_any = __ballot_sync(kAll, id != kNone && st.recv[id].src == kAnySource);
   const uint32_t missed = live & ~got;
   const uint32_t bytes = static_cast<uint32_t>(w[1] >> 16) & 0xffffu;
+  // The records taken are consumed (and credited) before they are delivered: their payloads are
+  // in the lanes' registers, so the senders get the slots back without waiting for the deliveries.
+  if (lane == 0) {
+    q.next = next + k;
+    if (got != 0) proto::consume_bits(b, h, st, s, static_cast<uint64_t>(got) << off);
+  }
   if (id != kNone) {
     proto::deliver(b, st, id, s, tag, bytes, w[2], w[3], slot);
   } else if (in) {
@@ -168,8 +175,6 @@ __device__ __forceinline__ bool match_batch_warp(const DeviceEpBackend& b, const
     st.in_class[0] -= n - n_any;
     st.in_class[1] -= n_any;
     st.umq_tail += static_cast<uint32_t>(__popc(missed));
-    q.next = next + k;
-    if (got != 0) proto::consume_bits(b, h, st, s, static_cast<uint64_t>(got) << off);
   }
   __syncwarp();
   return true;
