@@ -5,6 +5,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 #include <cstdint>
 #include <map>
@@ -12,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "blocking.hpp"
 #include "gpucomm/core/error.hpp"
@@ -156,6 +158,19 @@ void bind_endpoints(nb::module_& m) {
             return finished(self, id, s);
           },
           "id"_a, "Waits for receive `id`; its status.")
+      .def(
+          "waitall",
+          [](PyOwner& self, const std::vector<uint16_t>& ids) {
+            msg::Endpoints::Owner& o = self.get("waitall");
+            std::vector<ep::Status> out(ids.size());
+            {
+              gpucomm::python::Unlocked unlocked;
+              o.waitall(ids.data(), ids.size(), out.data());
+            }
+            for (size_t i = 0; i < ids.size(); ++i) finished(self, ids[i], out[i]);
+            return out;
+          },
+          "ids"_a, "Waits for every receive of `ids` (each named once); their statuses, in the order of `ids`.")
       .def(
           "recv",
           [](PyOwner& self, nb::handle buf, int source, int tag) {

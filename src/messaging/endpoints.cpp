@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "gpucomm/core/cuda_check.hpp"
@@ -337,6 +338,23 @@ bool Endpoints::Owner::test(uint16_t id, ep::Status* status) {
 ep::Status Endpoints::Owner::wait(uint16_t id) {
   const HostEpBackend b{eps_->handle, eps_->rt, "Endpoints::Owner::wait"};
   return ep::proto::wait(b, eps_->handle, *st_, id);
+}
+
+void Endpoints::Owner::waitall(const uint16_t* ids, size_t n, ep::Status* statuses) {
+  const char* call = "Endpoints::Owner::waitall";
+  if (n != 0 && ids == nullptr) raise(Errc::invalid_argument, call, "ids is null with n = " + std::to_string(n));
+  std::vector<bool> seen(size_t{State::recvs}, false);
+  for (size_t i = 0; i < n; ++i) {
+    if (ids[i] < seen.size() && seen[ids[i]])
+      raise(Errc::invalid_argument, call,
+            "ids[" + std::to_string(i) + "] = " + std::to_string(ids[i]) + " names a receive named before");
+    if (ids[i] < seen.size()) seen[ids[i]] = true;
+  }
+  const HostEpBackend b{eps_->handle, eps_->rt, call};
+  for (size_t i = 0; i < n; ++i) {
+    const ep::Status s = ep::proto::wait(b, eps_->handle, *st_, ids[i]);
+    if (statuses) statuses[i] = s;
+  }
 }
 
 ep::Status Endpoints::Owner::recv(void* buf, size_t capacity, int src, int tag) {

@@ -36,6 +36,21 @@ SCRIPT = textwrap.dedent("""
                 st8 = owner.wait(ids[1])
                 st7 = owner.wait(ids[0])
                 assert st8.tag == 8 and st7.tag == 7 and st7.source == left, (st7, st8)
+                # waitall: statuses in the order of the ids; a request named twice is refused.
+                bufs = [np.zeros(1, dtype=np.int64) for _ in range(3)]
+                ids = [owner.irecv(bufs[t], left, 20 + t) for t in range(3)]
+                for t in (2, 0, 1):
+                    eps.send(np.array([t], dtype=np.int64), right, 0, 20 + t)
+                sts = owner.waitall(ids[::-1])
+                assert [s.tag for s in sts] == [22, 21, 20] and [int(b[0]) for b in bufs] == [0, 1, 2], sts
+                r = owner.irecv(np.zeros(1), left, 30)
+                try:
+                    owner.waitall([r, r])
+                    raise AssertionError("waitall took the same request twice")
+                except gpucomm.InvalidArgumentError as e:
+                    assert "ids[1]" in str(e) and "named before" in str(e), e
+                owner.cancel(r)
+                assert owner.wait(r).error == "cancelled"
                 # Probe, then truncation into a short buffer.
                 eps.send(np.arange(8, dtype=np.int64), right, 0, 5)
                 st = owner.probe(left, 5)

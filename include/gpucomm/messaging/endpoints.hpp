@@ -65,6 +65,8 @@ class Endpoints::Owner {
   uint16_t irecv(void* buf, size_t capacity, int src, int tag);
   bool test(uint16_t id, ep::Status* status = nullptr);
   ep::Status wait(uint16_t id);
+  // Waits for ids[0 .. n-1] (each named once) in order; their statuses into statuses (may be null).
+  void waitall(const uint16_t* ids, size_t n, ep::Status* statuses = nullptr);
   ep::Status recv(void* buf, size_t capacity, int src, int tag);
   // A receive no message matched yet completes with error kErrCancelled.
   void cancel(uint16_t id);
