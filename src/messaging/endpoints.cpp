@@ -345,10 +345,12 @@ void Endpoints::Owner::waitall(const uint16_t* ids, size_t n, ep::Status* status
   if (n != 0 && ids == nullptr) raise(Errc::invalid_argument, call, "ids is null with n = " + std::to_string(n));
   std::vector<bool> seen(size_t{State::recvs}, false);
   for (size_t i = 0; i < n; ++i) {
-    if (ids[i] < seen.size() && seen[ids[i]])
+    if (ids[i] >= seen.size()) continue;  // the wait names it as a bad request
+    if (seen[ids[i]]) {
       raise(Errc::invalid_argument, call,
             "ids[" + std::to_string(i) + "] = " + std::to_string(ids[i]) + " names a receive named before");
-    if (ids[i] < seen.size()) seen[ids[i]] = true;
+    }
+    seen[ids[i]] = true;
   }
   const HostEpBackend b{eps_->handle, eps_->rt, call};
   for (size_t i = 0; i < n; ++i) {
