@@ -131,11 +131,37 @@ struct PyPattern {
 };
 
 struct PyPlan {
-  nb::object runtime;  // keeps the Runtime alive as long as the plan
+  nb::object runtime;  // keeps the Runtime object alive as long as the plan
   gp::Plan plan;
+  bool runtime_open() const { return !nb::cast<bool>(runtime.attr("closed")); }
+  // The plan; raises when it or its Runtime was closed (call with the GIL held).
   gp::Plan& get() {
     if (!plan.valid()) gpucomm::raise_arg("Plan", "self", "the plan is closed");
+    if (!runtime_open()) gpucomm::raise_arg("Plan", "self", "its Runtime was closed");
     return plan;
+  }
+  // Releases the plan (collective when it signals other PEs). With its Runtime closed there is
+  // nothing left to release it into: the plan is left behind, never torn down against a runtime
+  // that is gone.
+  void release() {
+    if (!plan.valid()) return;
+    if (runtime_open()) {
+      nb::gil_scoped_release nogil;  // a destructor runs: no interrupt check (it must not throw)
+      plan = gp::Plan();
+    } else {
+      (void)new gp::Plan(std::move(plan));  // NOLINT(cppcoreguidelines-owning-memory)
+    }
+  }
+  PyPlan(nb::object rt, gp::Plan p) : runtime(std::move(rt)), plan(std::move(p)) {}
+  PyPlan(PyPlan&&) = default;
+  PyPlan& operator=(PyPlan&&) = delete;
+  PyPlan(const PyPlan&) = delete;
+  PyPlan& operator=(const PyPlan&) = delete;
+  ~PyPlan() {
+    try {
+      release();
+    } catch (...) {  // NOLINT(bugprone-empty-catch): a destructor must not throw
+    }
   }
 };
 
@@ -226,36 +252,57 @@ void bind_patterns(nb::module_& parent) {
       .def(
           "synchronize",
           [](PyPlan& p) {
+            gp::Plan& plan = p.get();  // with the interpreter held: it asks the Runtime object
             gpucomm::python::Unlocked nogil;
-            p.get().synchronize();
+            plan.synchronize();
           },
           "Wait until the launches completed.")
       .def(
           "rebind",
           [](PyPlan& p, nb::handle old_buf, nb::handle new_buf) {
-            auto addr = [](nb::handle h) -> void* {
-              if (nb::isinstance<nb::int_>(h)) return reinterpret_cast<void*>(nb::cast<uintptr_t>(h));
-              return nb::cast<Array>(h).data();
+            gp::Plan& plan = p.get();
+            gpucomm::Runtime& rt = py_runtime(p.runtime);
+            // An address (int) names memory whose size only the symmetric heap knows: other
+            // memory is passed as an array, whose size is checked against the plan's reach.
+            auto addr = [&](nb::handle h, const char* arg, size_t* bytes) -> void* {
+              if (nb::isinstance<nb::int_>(h)) {
+                long long v = 0;
+                if (!nb::try_cast(h, v)) v = 0;  // beyond 64 bits: no address
+                void* ptr = reinterpret_cast<void*>(static_cast<uintptr_t>(v));
+                if (v <= 0 || (bytes != nullptr && !rt.heap().contains(ptr, 0))) {
+                  gpucomm::raise_arg("Plan.rebind", arg,
+                                     "the address " + std::string(nb::str(h).c_str()) +
+                                         " is not inside the symmetric heap: pass other memory as an array");
+                }
+                return ptr;
+              }
+              Array a;
+              if (!nb::try_cast(h, a)) {
+                gpucomm::raise_arg("Plan.rebind", arg,
+                                   "expected an array (NumPy, DLPack) or a symmetric-heap address (int), got " +
+                                       std::string(nb::type_name(h.type()).c_str()));
+              }
+              if (bytes != nullptr) *bytes = a.nbytes();
+              return a.data();
             };
-            p.get().rebind(addr(old_buf), addr(new_buf));
+            size_t new_bytes = gp::Plan::kUnknownBytes;
+            void* old_ptr = addr(old_buf, "old", nullptr);
+            void* new_ptr = addr(new_buf, "new", &new_bytes);
+            plan.rebind(old_ptr, new_ptr, new_bytes);
           },
           nb::arg("old"), nb::arg("new"),
-          "Every buffer of the plan that starts at `old` (array or address) starts at `new`.")
+          "Every buffer of the plan that starts at `old` (array or address) starts at `new` (an array at least as "
+          "large as what the plan reaches, or an address inside the symmetric heap).")
       .def_prop_ro("strategy", [](PyPlan& p) { return std::string(gp::strategy_name(p.get().strategy())); })
       .def_prop_ro("phases", [](PyPlan& p) { return p.get().schedule().phases; })
       .def_prop_ro("uses_graph", [](PyPlan& p) { return p.get().uses_graph(); })
       .def_prop_ro("autotuned", [](PyPlan& p) { return p.get().autotuned(); })
       .def("describe", [](PyPlan& p) { return p.get().describe(); })
       .def(
-          "close",
-          [](PyPlan& p) {
-            nb::gil_scoped_release nogil;  // a destructor runs: no interrupt check (it must not throw)
-            p.plan = gp::Plan();
-          },
-          "Release the plan now (collective when it signals other PEs).")
+          "close", [](PyPlan& p) { p.release(); }, "Release the plan now (collective when it signals other PEs).")
       .def("__enter__", [](nb::handle self) { return self; })
       .def(
-          "__exit__", [](PyPlan& p, nb::handle, nb::handle, nb::handle) { p.plan = gp::Plan(); }, nb::arg().none(),
+          "__exit__", [](PyPlan& p, nb::handle, nb::handle, nb::handle) { p.release(); }, nb::arg().none(),
           nb::arg().none(), nb::arg().none());
 
   nb::class_<PyPattern>(m, "Pattern", "Transfers that may run at the same time, with dependencies.")

@@ -75,7 +75,7 @@ bool Plan::autotuned() const {
   return need(impl_, "Plan::autotuned").autotuned;
 }
 
-void Plan::rebind(const void* old_ptr, void* new_ptr) {
+void Plan::rebind(const void* old_ptr, void* new_ptr, size_t new_bytes) {
   Impl& x = need(impl_, "Plan::rebind");
   Runtime& rt = *x.rt;
   heap::SymmetricHeap& h = rt.heap();
@@ -104,8 +104,16 @@ void Plan::rebind(const void* old_ptr, void* new_ptr) {
     }
   }
   std::string problem;
-  if (!found) problem = "is not the start of a buffer of this plan";
+  const char* problem_arg = "new_ptr";
+  if (!found) {
+    problem = "is not the start of a buffer of this plan";
+    problem_arg = "old_ptr";
+  }
   if (found && symmetric && !h.contains(new_ptr, bytes)) problem = "the new buffer does not fit in the symmetric heap";
+  if (found && problem.empty() && new_bytes != kUnknownBytes && new_bytes < bytes) {
+    problem = "the new buffer has " + std::to_string(new_bytes) + " bytes; the plan reaches " + std::to_string(bytes) +
+              " bytes past its start";
+  }
   if (x.collective && symmetric) {
     // Collective: every PE moves the same symmetric buffer; a problem anywhere stops all.
     char text[64];
@@ -124,7 +132,7 @@ void Plan::rebind(const void* old_ptr, void* new_ptr) {
         raise_arg("Plan::rebind", "old_ptr", "rank " + std::to_string(r) + ": " + g.substr(bar + 1));
     }
   }
-  if (!problem.empty()) raise_arg("Plan::rebind", "old_ptr", problem);
+  if (!problem.empty()) raise_arg("Plan::rebind", problem_arg, problem);
   x.executor->synchronize();
   const GlobalPattern before = x.pattern;
   const Schedule before_s = x.schedule;

@@ -99,6 +99,50 @@ def test_patterns_on_host_pes(gpucomm_env, tmp_path, np_):
     assert r.stdout.count("PY OK") == np_, r.stdout + r.stderr
 
 
+EDGE_SCRIPT = textwrap.dedent("""
+    import numpy as np
+    import gpucomm
+
+    P = gpucomm.patterns
+    with gpucomm.Runtime() as rt:
+        a, b = np.arange(16, dtype=np.float64), np.zeros(16)
+        pat = P.Pattern(rt, "copy")
+        pat.add(b, a)
+        plan = pat.compile(rt, local=True)
+        for bad, says in ((12345, "not inside the symmetric heap"), (0, "not inside the symmetric heap"),
+                          (-1, "not inside the symmetric heap"), (2**70, "not inside the symmetric heap"),
+                          ("x", "expected an array"), (np.zeros(3), "the new buffer has 24 bytes")):
+            try:
+                plan.rebind(a, bad)
+                raise AssertionError(f"rebind accepted {bad!r}")
+            except gpucomm.InvalidArgumentError as e:
+                assert says in str(e) and "'new" in str(e), e
+        c = np.arange(16, dtype=np.float64) * 2
+        plan.rebind(a, c)  # a real buffer of the same size still moves
+        plan.launch()
+        plan.synchronize()
+        assert (b == c).all(), b
+        kept = plan  # outlives the runtime
+    try:
+        kept.launch()
+        raise AssertionError("a plan ran after its Runtime closed")
+    except gpucomm.InvalidArgumentError as e:
+        assert "Runtime was closed" in str(e), e
+    print("PY OK")
+""")
+
+
+def test_plan_edges_on_a_host_pe(gpucomm_env, tmp_path):
+    """Bad rebind targets are refused naming the argument; a plan that outlives its Runtime raises
+    on use and the process exits cleanly (it crashed at exit, or at the launch after a bad rebind)."""
+    script = tmp_path / "edges.py"
+    script.write_text(EDGE_SCRIPT)
+    env = dict(gpucomm_env, GPUCOMM_DEVICE="host", GPUCOMM_HEAP_SIZE="16M", GPUCOMM_TIMEOUT="60")
+    r = subprocess.run([sys.executable, "-m", "gpucomm", "run", "-n", "1", "--", sys.executable, str(script)],
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "PY OK" in r.stdout, r.stdout + r.stderr
+
+
 GPU_SCRIPT = textwrap.dedent("""
     import numpy as np
     import gpucomm

@@ -58,7 +58,10 @@ class Plan {
   // `new_ptr` from the next launch on; the buffer keeps its size and place. The destinations are
   // checked again. No recompilation: strategy, engines and streams stay. Waits for earlier
   // launches. Collective for symmetric buffers of a multi-PE plan (same arguments everywhere).
-  void rebind(const void* old_ptr, void* new_ptr);
+  // new_bytes: the size of the memory at new_ptr when the caller knows it (an error names it when
+  // the plan reaches past it); kUnknownBytes trusts the caller, as with any pointer argument.
+  static constexpr size_t kUnknownBytes = ~size_t{0};
+  void rebind(const void* old_ptr, void* new_ptr, size_t new_bytes = kUnknownBytes);
 
   const Schedule& schedule() const;
   Strategy strategy() const { return schedule().strategy; }
