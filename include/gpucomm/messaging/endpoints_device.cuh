@@ -181,8 +181,9 @@ __device__ __forceinline__ bool match_batch_warp(const DeviceEpBackend& b, const
 }
 
 // A warp's drain of sender s: lane i reads the record of ticket next + i; the complete prefix
-// (records of at most 8 bytes; a longer one ends the prefix and is taken by the leader) goes
-// through the matcher in ticket order on lane 0. Returns the records taken (all lanes).
+// (records of at most 8 bytes; a longer one ends the prefix and is taken by the leader) is matched
+// by the lanes at once (match_batch_warp), or on lane 0 in ticket order where the batch needs the
+// serial matcher. Returns the records taken (all lanes).
 template <class S>
 __device__ __forceinline__ uint32_t drain_sender_warp(const DeviceEpBackend& b, const EndpointsHandle& h, S& st,
                                                       uint32_t s, bool once = false) {
@@ -369,9 +370,9 @@ __device__ __forceinline__ Status wait(G g, const EndpointsHandle& h, S& st, uin
 // Lanes 0..n-1 of the warp each post one receive (their own buf, capacity, src, tag), in lane
 // order: the same outcome as n irecv calls in that order; returns each posting lane's request id
 // (kNone on lanes >= n). With no unexpected message held, the receives go into their bins at once:
-// lane 0 takes n free entries, and the lanes whose receives share a bin (__match_any_sync) chain
-// themselves in lane order, the lowest one appending the chain to the bin. Otherwise lane 0 posts
-// them one by one (each may take an unexpected message).
+// each lane takes a free entry from the stack, and the lanes whose receives share a bin
+// (__match_any_sync) chain themselves in lane order, the lowest one appending the chain to the
+// bin. Otherwise lane 0 posts them one by one (each may take an unexpected message).
 template <class S>
 __device__ __forceinline__ uint16_t irecv_lanes(coop::Warp, const EndpointsHandle& h, S& st, uint32_t n, void* buf,
                                                 uint32_t capacity, int src, int tag) {
