@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "gpucomm/collectives/collectives_device.cuh"
+#include "gpucomm/collectives/session_device.cuh"
 #include "gpucomm/core/cuda_check.hpp"
 #include "harness.hpp"
 
@@ -21,6 +22,18 @@ __global__ void barrier_loop(const __grid_constant__ DeviceHandle h, const __gri
 __global__ void allreduce_loop(const __grid_constant__ DeviceHandle h, const __grid_constant__ coll::CollHandle ch,
                                const float* send, float* recv, size_t count, coll::Algorithm a, int iters) {
   for (int i = 0; i < iters; ++i) coll::device::allreduce(coop::Block{}, h, ch, send, recv, count, coll::RedOp::sum, a);
+}
+// The same calls in one session (session_device.cuh): the lane's words stay in registers.
+__global__ void barrier_session_loop(const __grid_constant__ DeviceHandle h,
+                                     const __grid_constant__ coll::CollHandle ch, coll::Algorithm a, int iters) {
+  coll::device::Session s(coop::Block{}, h, ch);
+  for (int i = 0; i < iters; ++i) s.barrier(a);
+}
+__global__ void allreduce_session_loop(const __grid_constant__ DeviceHandle h,
+                                       const __grid_constant__ coll::CollHandle ch, const float* send, float* recv,
+                                       size_t count, coll::Algorithm a, int iters) {
+  coll::device::Session s(coop::Block{}, h, ch);
+  for (int i = 0; i < iters; ++i) s.allreduce(send, recv, count, coll::RedOp::sum, a);
 }
 
 class GpuHarness final : public Harness {
@@ -80,7 +93,7 @@ class GpuHarness final : public Harness {
     return host_time_us([&] { call(rt_.stream()); }, iters, samples, "the enqueued collectives");
   }
   std::vector<double> kernel_samples_us(coll::Collectives& coll, size_t bytes, coll::Algorithm a, int iters,
-                                        int samples, unsigned threads, long long* wrong) override {
+                                        int samples, unsigned threads, bool session, long long* wrong) override {
     const DeviceHandle h = rt_.device_handle();
     const coll::CollHandle ch = coll.handle(rt_.world());
     const size_t count = bytes / sizeof(float);
@@ -96,8 +109,12 @@ class GpuHarness final : public Harness {
     for (int s = 0; s <= samples; ++s) {
       rt_.barrier_all();
       GPUCOMM_CUDA_CHECK(cudaEventRecord(start_, stream_));
-      if (count) {
+      if (count && session) {
+        allreduce_session_loop<<<1, threads, 0, stream_>>>(h, ch, send, recv, count, a, iters);
+      } else if (count) {
         allreduce_loop<<<1, threads, 0, stream_>>>(h, ch, send, recv, count, a, iters);
+      } else if (session) {
+        barrier_session_loop<<<1, threads, 0, stream_>>>(h, ch, a, iters);
       } else {
         barrier_loop<<<1, threads, 0, stream_>>>(h, ch, a, iters);
       }

@@ -35,10 +35,11 @@ class Harness {
   virtual double launch_floor_us(int iters, int samples) = 0;
   // GPU PEs: microseconds per in-kernel call on the world, `samples` kernels (after one warm-up) of
   // `iters` back-to-back calls by one block of `threads` threads: the barrier (bytes 0) or an f32
-  // sum allreduce of `bytes` out of place, by algorithm `a` (automatic: the handle's rules). `wrong` gets
-  // the result elements that differ from the number of PEs. Empty on host-memory PEs.
+  // sum allreduce of `bytes` out of place, by algorithm `a` (automatic: the handle's rules); `session`:
+  // the calls in one coll::device::Session. `wrong` gets the result elements that differ from the
+  // number of PEs. Empty on host-memory PEs.
   virtual std::vector<double> kernel_samples_us(coll::Collectives& coll, size_t bytes, coll::Algorithm a, int iters,
-                                                int samples, unsigned threads, long long* wrong) = 0;
+                                                int samples, unsigned threads, bool session, long long* wrong) = 0;
 };
 
 std::unique_ptr<Harness> make_host_harness(Runtime& rt);

@@ -45,7 +45,7 @@ class HostHarness final : public Harness {
   double enqueue_us(const CollCall& /*call*/, int /*iters*/, int /*samples*/) override { return 0; }
   double launch_floor_us(int /*iters*/, int /*samples*/) override { return 0; }
   std::vector<double> kernel_samples_us(coll::Collectives& /*coll*/, size_t /*bytes*/, coll::Algorithm /*a*/,
-                                        int /*iters*/, int /*samples*/, unsigned /*threads*/,
+                                        int /*iters*/, int /*samples*/, unsigned /*threads*/, bool /*session*/,
                                         long long* /*wrong*/) override {
     return {};
   }

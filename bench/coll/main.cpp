@@ -386,24 +386,30 @@ int run(int argc, char** argv) {
       if (bytes && !b) continue;
       const coll::CollOp op = b ? coll::CollOp::allreduce : coll::CollOp::barrier;
       Case c = make_case(op, coll::DataType::f32, coll::RedOp::sum, b, false, n, me);
-      long long wrong = -1;
-      Measured m;
       const coll::Algorithm asked = b ? cfg.opts.algorithm : cfg.barrier_algo;
       coll::CollOptions o;
       o.algorithm = asked;
       const coll::Algorithm ran = coll.plan(op, c.dt, b, rt.world(), o).algorithm;
-      combine(rt, h->kernel_samples_us(coll, b, asked, cfg.kernel_iters, cfg.samples, cfg.kernel_threads, &wrong),
-              wrong, &m);
-      m.ran = true;
-      m.ctas = 1;
-      m.algorithm = runs_alone(cfg, gpu, n, op, ran) ? "one-member" : coll::algorithm_name(ran);
-      m.algbw = m.time_us > 0 ? static_cast<double>(b) / m.time_us / 1e3 : 0;
-      m.busbw = m.algbw * bus_factor(c);
-      results.push_back(json_result(c, "kernel", "out", m));
-      if (me == 0) {
-        std::printf("%-15s %-6s %11zu  %10.3f %6lld  %s\n", coll::op_name(op), "kernel", b, m.time_us, m.wrong,
-                    m.algorithm.c_str());
-        std::fflush(stdout);
+      // "kernel": each call on its own; "session": the calls in one coll::device::Session.
+      for (const bool session : {false, true}) {
+        long long wrong = -1;
+        Measured m;
+        combine(
+            rt,
+            h->kernel_samples_us(coll, b, asked, cfg.kernel_iters, cfg.samples, cfg.kernel_threads, session, &wrong),
+            wrong, &m);
+        m.ran = true;
+        m.ctas = 1;
+        m.algorithm = runs_alone(cfg, gpu, n, op, ran) ? "one-member" : coll::algorithm_name(ran);
+        m.algbw = m.time_us > 0 ? static_cast<double>(b) / m.time_us / 1e3 : 0;
+        m.busbw = m.algbw * bus_factor(c);
+        const char* mode = session ? "session" : "kernel";
+        results.push_back(json_result(c, mode, "out", m));
+        if (me == 0) {
+          std::printf("%-15s %-7s %10zu  %10.3f %6lld  %s\n", coll::op_name(op), mode, b, m.time_us, m.wrong,
+                      m.algorithm.c_str());
+          std::fflush(stdout);
+        }
       }
     }
   }

@@ -6,6 +6,8 @@
 //   stores      release stores, repeated (each carries its fence)
 //   flags       a flag passed between two blocks (device and system scope): ns per round trip
 //   sleep       __nanosleep(n) as the scheduler grants it
+//   group       one block of 256 threads: the pieces of the collectives' lane barrier and 8-byte LL
+//               allreduce at one PE (the PE its own peer), ns per call (docs/COLLECTIVES.md)
 // Usage: gpucomm-bench-primitives [--json FILE]
 #include <cuda_runtime.h>
 
@@ -260,6 +262,75 @@ __global__ void k_flag(uint64_t* w, int iters, uint64_t base, uint64_t* out_ns) 
   if (blockIdx.x == 0) out_ns[0] = mem::globaltimer() - t0;
 }
 
+// The lane's pieces at one PE, one block, `iters` calls back to back (thread 0 times them).
+enum GroupOp : int {
+  kTwoSyncs,          // the entry and exit group barriers alone
+  kSyncsFence,        // + the leader's release fence (device scope)
+  kSyncsStorePoll,    // + the leader's store of its word and acquire poll of it, no fence
+  kLaneBarrier,       // fence, relaxed store (system scope, as the lane stores), acquire poll
+  kLaneBarrierGpu,    // the same with a device-scope store
+  kReleaseStorePoll,  // a release store instead of fence + store
+  kLlAllreduce8,      // 3 threads store LL words (header + 2 payload), each polls its own back
+  kGroupOps
+};
+const char* const kGroupNames[kGroupOps] = {
+    "block_two_syncs",           "block_syncs_fence_gpu",    "block_syncs_store_poll", "block_lane_barrier",
+    "block_lane_barrier_st_gpu", "block_release_store_poll", "block_ll_allreduce_8b"};
+
+__global__ void k_group(int op, uint64_t* w, int iters, uint64_t base, uint64_t* out_ns) {
+  const bool lead = threadIdx.x == 0;
+  uint64_t* word = w + 256 + threadIdx.x % 32;
+  __shared__ uint64_t sum;
+  if (lead) sum = 0;
+  const uint64_t t0 = mem::globaltimer();
+  for (int i = 1; i <= iters; ++i) {
+    const uint64_t e = (base + static_cast<uint64_t>(i)) << 32;
+    __syncthreads();
+    switch (op) {
+      case kSyncsFence:
+        if (lead) mem::fence<mem::kDevice>(mem::acq_rel);
+        break;
+      case kSyncsStorePoll:
+      case kLaneBarrier:
+      case kLaneBarrierGpu:
+        if (lead) {
+          if (op != kSyncsStorePoll) mem::fence<mem::kDevice>(mem::acq_rel);
+          if (op == kLaneBarrierGpu) {
+            mem::store<mem::kDevice>(word, e, mem::relaxed);
+          } else {
+            mem::store<mem::kSystem>(word, e, mem::relaxed);
+          }
+          while (mem::load<mem::kDevice>(word, mem::acquire) != e) {
+          }
+        }
+        break;
+      case kReleaseStorePoll:
+        if (lead) {
+          mem::store<mem::kDevice>(word, e, mem::release);
+          while (mem::load<mem::kDevice>(word, mem::acquire) != e) {
+          }
+        }
+        break;
+      case kLlAllreduce8:
+        if (threadIdx.x < 3) {
+          mem::store<mem::kSystem>(word, e | threadIdx.x, mem::relaxed);
+          uint64_t seen = 0;
+          while (((seen = mem::load<mem::kSystem>(word, mem::relaxed)) >> 32) != (e >> 32)) {
+          }
+          if (threadIdx.x == 1) sum = seen & 0xffffffffu;
+        }
+        break;
+      default:
+        break;
+    }
+    __syncthreads();
+  }
+  if (lead) {
+    out_ns[0] = mem::globaltimer() - t0;
+    out_ns[1] = sum;
+  }
+}
+
 void ck(cudaError_t e, const char* what) {
   if (e != cudaSuccess) {
     std::fprintf(stderr, "gpucomm-bench-primitives: %s: %s\n", what, cudaGetErrorString(e));
@@ -325,7 +396,18 @@ int main(int argc, char** argv) {
     }
     rows.emplace_back(sys ? "flag_round_trip_sys" : "flag_round_trip_gpu", median(t));
   }
-  std::printf("%-28s %10s\n", "operation (one thread)", "ns");
+  for (int op = 0; op < kGroupOps; ++op) {
+    std::vector<double> t;
+    for (int trial = 0; trial < kTrials + 1; ++trial) {
+      k_group<<<1, 256>>>(op, w, kIters, base, out);
+      base += kIters;
+      ck(cudaGetLastError(), "launch");
+      ck(cudaMemcpy(host_out, out, 2 * sizeof(uint64_t), cudaMemcpyDeviceToHost), "cudaMemcpy");
+      if (trial > 0) t.push_back(static_cast<double>(host_out[0]) / kIters);
+    }
+    rows.emplace_back(kGroupNames[op], median(t));
+  }
+  std::printf("%-28s %10s\n", "operation (one thread; block_*: per call)", "ns");
   for (const auto& [name, ns] : rows) std::printf("%-28s %10.1f\n", name.c_str(), ns);
   if (json) {
     FILE* f = std::fopen(json, "w");

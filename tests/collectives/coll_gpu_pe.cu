@@ -4,6 +4,8 @@
 //   kernel    the in-kernel API at warp, block and grid level against the reference
 //   graph     allreduce and allgather captured into a CUDA graph, replayed 1000 times
 //   teams     collectives on two teams at once (two streams), checked
+//   session   in-kernel rounds through a coll::device::Session, every rank or the even ones (the odd
+//             ones call each collective on its own), against the sums
 //   mismatch  rank 1 passes another reduction: the PE that sees it fails the job, every PE's kernel
 //             leaves, and every error names the mismatch or the PE that failed (the job ends failed)
 // --gpus K: print "[  SKIPPED ]" and exit 0 where fewer than K GPUs exist. --shared: every PE
@@ -245,6 +247,9 @@ int main(int argc, char** argv) {
       failures = scenario_graph(rt);
     } else if (scenario == "teams") {
       failures = scenario_teams(rt);
+    } else if (scenario == "session") {
+      Collectives coll(rt);
+      failures = run_session(rt, coll, job_seed(rt));
     } else if (scenario == "mismatch") {
       failures = scenario_mismatch(rt);
     } else {

@@ -74,6 +74,9 @@ void launch_level_i64(Level level, const DeviceHandle& h, const CollHandle& ch, 
                       size_t count, RedOp red, int root, Algorithm a, unsigned blocks, cudaStream_t s);
 void launch_level_e4m3(Level level, const DeviceHandle& h, const CollHandle& ch, CollOp op, const void* send,
                        void* recv, size_t count, RedOp red, int root, Algorithm a, unsigned blocks, cudaStream_t s);
+// Rounds of in-kernel calls at warp and block level through a coll::device::Session, and with odd
+// ranks calling each collective on its own (coll_session.cu); returns the wrong values.
+int run_session(Runtime& rt, Collectives& coll, uint64_t seed);
 // launch_grid with the f32 grid-level barrier kernel (the refusal test asks for too many blocks).
 void launch_grid_barrier_f32(unsigned blocks, const DeviceHandle& h, const CollHandle& ch);
 inline bool level_has_type(Level level, DataType dt) {

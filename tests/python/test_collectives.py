@@ -252,6 +252,7 @@ def test_device_anchors_say_what_is_not_available(tmp_path):
     assert "is not built" in r["nccl_device_coll"]["not_available"], r
     assert __import__("json").loads(out.read_text())["pes"] == 1
     ours = {"results": [{"op": "barrier", "mode": "kernel", "size": 0, "time_us": 1.5},
+                        {"op": "barrier", "mode": "session", "size": 0, "time_us": 0.5},
                         {"op": "allreduce", "mode": "kernel", "size": 8, "time_us": 2.5},
                         {"op": "allreduce", "mode": "graph", "size": 8, "time_us": 9.0}]}
     anchors = {"pes": 2, "nvshmem_coll": {"results": [
@@ -259,8 +260,8 @@ def test_device_anchors_say_what_is_not_available(tmp_path):
         {"anchor": "nvshmemx_float_sum_reduce_block", "bytes": 8, "time_us": 4.0}]},
         "nccl_device_coll": {"not_available": "NCCL not found"}}
     lines = dev.compare(ours, anchors).splitlines()
-    assert lines[2].split() == ["barrier", "0", "1.500", "3.000", "-"], lines
-    assert lines[3].split() == ["allreduce", "8", "2.500", "4.000", "-"], lines
+    assert lines[2].split() == ["barrier", "0", "1.500", "0.500", "3.000", "-"], lines
+    assert lines[3].split() == ["allreduce", "8", "2.500", "-", "4.000", "-"], lines
     assert lines[-1] == "# NCCL device API: not available: NCCL not found", lines
 
 

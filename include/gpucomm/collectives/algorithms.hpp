@@ -27,6 +27,10 @@
 //                                                        then the leader's release fence at the
 //                                                        scope the team crosses
 //   bool forced()                                        kCollForceProtocol
+//   uint64_t lane_next(bool first)                       optional (a session's backend, with
+//                                                        kLaneInRegisters): the lane's next epoch
+//                                                        from registers every thread holds (first:
+//                                                        the call's seq too); no sync, no memory
 //   void fail_counts(q, sent, expected)                  alltoallv count mismatch (does not return)
 //   void quiet()                                         group: complete earlier one-sided puts
 //
@@ -380,10 +384,20 @@ template <class B>
 GPUCOMM_COLL_FN uint64_t next_lane(B& b, bool first) {
   return store_lane(b, first, load_lane(b, first));
 }
+// Whether the backend keeps the lane's words in its group's registers (a session): then a round
+// takes the next epoch without a memory trip (b.lane_next) and the words go back to memory once,
+// when the session ends.
+template <class B>
+inline constexpr bool lane_in_registers = requires { B::kLaneInRegisters; };
 // Starts a lane round: the next lane epoch, to the whole group (after a group barrier).
 template <class B>
 GPUCOMM_COLL_FN uint64_t lane_begin(B& b, bool first) {
-  return b.bcast(b.leader() ? next_lane(b, first) : 0);
+  if constexpr (lane_in_registers<B>) {
+    b.sync();
+    return b.lane_next(first);
+  } else {
+    return b.bcast(b.leader() ? next_lane(b, first) : 0);
+  }
 }
 
 // Pushes `bytes` of src as LL words into q's LL slot of this PE (header word: the signature).
@@ -505,16 +519,25 @@ GPUCOMM_COLL_FN void allgather_ll(B& b, const Call& call, Range sl) {
 // releases them with one fence, stores the header word (the signature) into every peer's LL slot
 // and acquires every peer's header word in its own: one fence, one store and one poll per peer.
 // The leader loads its lane words before the release, so their trip overlaps the group barrier
-// and the fence (only this PE's leaders write them, one collective per team at a time).
+// and the fence (only this PE's leaders write them, one collective per team at a time); a
+// session's group holds them in registers and touches no lane word at all.
 template <class B>
 GPUCOMM_COLL_FN void barrier_ll(B& b, const Call& call) {
   const ChanView& v = b.view();
   const int n = b.size(), me = b.rank();
   const bool lead = b.leader();
-  const LaneWords words = lead ? load_lane(b, true) : LaneWords{};
+  LaneWords words{};
+  if constexpr (!lane_in_registers<B>) {
+    if (lead) words = load_lane(b, true);
+  }
   b.release_group();
+  uint64_t e = 0;
+  if constexpr (lane_in_registers<B>) {
+    e = b.lane_next(true);
+  } else {
+    if (lead) e = store_lane(b, true, words);
+  }
   if (lead) {
-    const uint64_t e = store_lane(b, true, words);
     const uint32_t p = static_cast<uint32_t>(e & 1), f = ll_flag(e);
     Others{n, me}([&](int q) { b.ll_store(q, v.ll(p, me), ll_word(f, call.sig)); });
     Others{n, me}([&](int q) {

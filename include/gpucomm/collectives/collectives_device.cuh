@@ -54,7 +54,9 @@ struct FailSite {
   int32_t root;
   uint32_t channels, channel;
   const uint64_t* epoch;  // the channel's epoch word (seq follows it)
+  uint64_t seq;           // kSeqInMemory: read it there (a session holds it in registers)
 };
+inline constexpr uint64_t kSeqInMemory = ~uint64_t{0};
 struct FailReport {
   uint32_t kind;  // CollDiag::Kind
   int q;          // team rank waited for or disagreeing (-1: none)
@@ -85,7 +87,7 @@ __device__ __noinline__ inline void report_failure(const DeviceHandle& h, const 
     d->root = s.root;
     d->channels = s.channels;
     d->channel = s.channel;
-    d->seq = mem::load<mem::kDevice>(s.epoch + 1, mem::relaxed);
+    d->seq = s.seq != kSeqInMemory ? s.seq : mem::load<mem::kDevice>(s.epoch + 1, mem::relaxed);
     d->epoch = mem::load<mem::kDevice>(s.epoch, mem::relaxed);
     d->peer = r.q;
     d->peer_world = world;
@@ -109,6 +111,10 @@ class DeviceBackend {
  public:
   __device__ DeviceBackend(Coop c, const DeviceHandle& h, const CollHandle& ch, const Call& call, uint32_t channel)
       : c_(c), h_(h), ch_(ch), call_(call), chan_(channel), v_(chan_view(ch, channel)) {}
+  // With the channel's view computed already (a session keeps it).
+  __device__ DeviceBackend(Coop c, const DeviceHandle& h, const CollHandle& ch, const Call& call, uint32_t channel,
+                           const ChanView& v)
+      : c_(c), h_(h), ch_(ch), call_(call), chan_(channel), v_(v) {}
 
   __device__ int tid() const { return static_cast<int>(coop::thread_rank(c_)); }
   __device__ int nthreads() const { return static_cast<int>(coop::size(c_)); }
@@ -206,7 +212,7 @@ class DeviceBackend {
     report_failure(h_, ch_, site(), r, nullptr);
   }
 
- private:
+ protected:
   __device__ FailSite site() const {
     return FailSite{static_cast<uint32_t>(call_.op),
                     static_cast<uint32_t>(call_.algo),
@@ -214,7 +220,8 @@ class DeviceBackend {
                     call_.root,
                     call_.channels,
                     chan_,
-                    v_.epoch()};
+                    v_.epoch(),
+                    seq_};
   }
 
   template <class Missing>
@@ -277,6 +284,7 @@ class DeviceBackend {
   const Call& call_;
   uint32_t chan_;
   ChanView v_;
+  uint64_t seq_ = kSeqInMemory;  // a session's backend sets the call's seq
 };
 
 // The grid barrier of grid-level calls (workspace header: count, generation; device scope).
