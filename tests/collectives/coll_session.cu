@@ -36,9 +36,10 @@ __device__ void session_rounds(Calls& c, const SessionArgs& a, int n) {
     const size_t cnt = a.counts[r];
     c.allreduce(in, a.sum + static_cast<size_t>(r) * kStride, cnt, RedOp::sum, Algorithm::oneshot_ll);
     c.barrier(Algorithm::oneshot_ll);
-    if (r % 5 == 0)
+    if (r % 5 == 0) {
       c.reduce_scatter(in, a.scattered + static_cast<size_t>(r) * kStride, cnt / 4 + 1 <= kStride / n ? cnt / 4 + 1 : 1,
                        RedOp::sum, Algorithm::oneshot_ll);
+    }
     if (r % 4 == 3) c.allgather(in, a.gathered + static_cast<size_t>(r) * n, 1);
   }
 }
@@ -129,33 +130,37 @@ int run_session(Runtime& rt, Collectives& coll, uint64_t seed) {
         for (size_t i = 0; i < cnt; ++i) {
           int32_t want = 0;
           for (int q = 0; q < n; ++q) want += input(seed, q, r, i);
-          if (got[r * kStride + i] != want && wrong++ < 5)
+          if (got[r * kStride + i] != want && wrong++ < 5) {
             std::fprintf(stderr, "CHECK failed: rank %d %s style %d round %d: allreduce[%zu] = %d, expected %d\n", me,
                          level_name(level), style, r, i, got[r * kStride + i], want);
+          }
         }
         if (r % 5 == 0) {
           const size_t blk = cnt / 4 + 1 <= kStride / static_cast<size_t>(n) ? cnt / 4 + 1 : 1;
           for (size_t i = 0; i < blk; ++i) {
             int32_t want = 0;
             for (int q = 0; q < n; ++q) want += input(seed, q, r, static_cast<size_t>(me) * blk + i);
-            if (got_sc[r * kStride + i] != want && wrong++ < 5)
+            if (got_sc[r * kStride + i] != want && wrong++ < 5) {
               std::fprintf(stderr,
                            "CHECK failed: rank %d %s style %d round %d: reduce_scatter[%zu] = %d, expected %d\n", me,
                            level_name(level), style, r, i, got_sc[r * kStride + i], want);
+            }
           }
         }
         if (r % 4 == 3) {
           for (int q = 0; q < n; ++q) {
             const int32_t want = input(seed, q, r, 0);
-            if (got_g[r * n + q] != want && wrong++ < 5)
+            if (got_g[r * n + q] != want && wrong++ < 5) {
               std::fprintf(stderr, "CHECK failed: rank %d %s style %d round %d: allgather[%d] = %d, expected %d\n", me,
                            level_name(level), style, r, q, got_g[r * n + q], want);
+            }
           }
         }
       }
-      if (wrong)
+      if (wrong) {
         std::fprintf(stderr, "rank %d: %d wrong values (%s level, style %d, seed %llu)\n", me, wrong, level_name(level),
                      style, static_cast<unsigned long long>(seed));
+      }
       failures += wrong;
     }
   }
