@@ -159,7 +159,7 @@ run_step() {  # name, command...: runs, logs, records a table row; sets last_dt 
 }
 
 {
-  echo "date: $(date -u +%FT%TZ)"; echo "commit: ${GPU_CHECK_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}"
+  echo "date: $(date -u +%FT%TZ)"; echo "commit: ${GPU_CHECK_COMMIT:-$(git describe --always --dirty --abbrev=12 --exclude='*' 2>/dev/null || echo unknown)}"
   nvidia-smi -L; nvidia-smi topo -m; nvcc --version | tail -1; "$PY" --version
 } >"$raw/machine.txt" 2>&1
 cat "$raw/machine.txt" >>"$log"
@@ -266,7 +266,9 @@ fi
 import json, sys, os, glob, re, datetime, shutil, subprocess
 raw, dest, rows = sys.argv[1], sys.argv[2], sys.argv[3:]
 summary = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-           "commit": os.environ.get("GPU_CHECK_COMMIT") or subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip(),
+           # The commit the benchmarks were built from as well (cmake/GpucommCommit.cmake reads
+           # GPU_CHECK_COMMIT; otherwise both describe the tree, "-dirty" when it has changes).
+           "commit": os.environ.get("GPU_CHECK_COMMIT") or subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=12", "--exclude=*"], capture_output=True, text=True).stdout.strip(),
            "machine": subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True).stdout.strip().splitlines() if shutil.which("nvidia-smi") else [],
            "steps": rows, "benchmarks": {}}
 import xml.etree.ElementTree as ET
@@ -304,6 +306,14 @@ if os.path.exists(layers_tsv):
         name, t, tb, b, bb = line.rstrip("\n").split("\t")
         summary["layers"][name] = {"tests_s": int(t), "tests_budget_s": int(tb), "bench_s": int(b),
                                    "bench_budget_s": int(bb), "over": int(t) > int(tb) or int(b) > int(bb)}
+# Every benchmark must name the summary's commit (a report built from another tree is flagged).
+mine = summary["commit"][:12]
+other = {n: b.get("commit") for n, b in summary["benchmarks"].items()
+         if isinstance(b, dict) and b.get("commit") and not (str(b["commit"]).startswith(mine) or mine.startswith(str(b["commit"])))}
+if other:
+    summary["commit_mismatch"] = other
+    print("gpu-check: benchmarks built from another commit than " + mine + ": " +
+          ", ".join(f"{n} ({c})" for n, c in sorted(other.items())), file=sys.stderr)
 json.dump(summary, open(dest, "w"), indent=1)
 PY
 tar -czf "$out/results.tar.gz" -C "$raw" . 2>/dev/null

@@ -63,11 +63,18 @@ def _invalid(call: str, arg: str, why: str) -> Exception:
     return InvalidArgumentError(f"gpucomm: Collectives.{call}: argument '{arg}': {why}")
 
 
-def _size(x: Any) -> int:
+def _size(x: Any, call: str = "", arg: str = "") -> int:
+    """Elements of array `x`; anything else is an InvalidArgumentError naming the call's argument."""
     n = getattr(x, "size", None)
-    if callable(n):  # torch
+    if callable(n) and callable(getattr(x, "numel", None)):  # torch
         return int(x.numel())
-    return int(n)
+    if n is not None and not isinstance(n, bool) and not callable(n):
+        try:
+            return operator.index(n)
+        except TypeError:
+            pass
+    raise _invalid(call or "call", arg or "array", "must be an array (numpy, torch, cupy, or an object with "
+                   f"__dlpack__), got {type(x).__name__}")
 
 
 def _on_device(x: Any) -> bool:
@@ -173,7 +180,7 @@ class Collectives:
         if self._complex_product("reduce", send, recv, op, stream):
             everything = self.gather(_dt.flat(send), root=root, team=team, stream=stream)
             if rank == root:
-                _dt.copy_into(recv, _fold_blocks(everything, _size(send), n, op))
+                _dt.copy_into(recv, _fold_blocks(everything, _size(send, "reduce", "send"), n, op))
             return recv
         return self._reduction("reduce", send, recv, op, team, stream, rank == root, lambda s, r, o: self._c.reduce(
             s, r, o, root, team, _stream_of(s, stream), algorithm, max_ctas))
@@ -193,7 +200,7 @@ class Collectives:
                   max_ctas: int = 0):
         """Every PE's `send`, in team-rank order. Returns `recv` (default: a new 1-D array)."""
         if recv is None:
-            recv = _empty(send, _size(send) * self._team_size(team))
+            recv = _empty(send, _size(send, "allgather", "send") * self._team_size(team))
         w = self._wires("allgather", stream, send, recv)
         self._c.allgather(w.of(send), w.of(recv), team, _stream_of(send, stream), algorithm, max_ctas)
         w.write_back(recv)
@@ -207,7 +214,7 @@ class Collectives:
         product in team-rank order, this member's block of it)."""
         if recv is None:
             n = self._team_size(team)
-            if _size(send) % n:
+            if _size(send, "reduce_scatter", "send") % n:
                 raise ValueError("gpucomm: reduce_scatter: send's size is not a multiple of the team size")
             recv = _empty(send, _size(send) // n)
         op = _dt.canonical_op(op)
@@ -215,7 +222,7 @@ class Collectives:
             self._c.reduce_scatter(send, recv, op, team, _stream_of(send, stream), algorithm, max_ctas)
             return recv
         if self._complex_product("reduce_scatter", send, recv, op, stream):
-            rank, c = self._team_rank_size(team)[0], _size(recv)
+            rank, c = self._team_rank_size(team)[0], _size(recv, "reduce_scatter", "recv")
             _dt.copy_into(recv, self._fold_all(send, op, team, stream)[rank * c:(rank + 1) * c])
             return recv
         return self._reduction("reduce_scatter", send, recv, op, team, stream, True,
@@ -226,7 +233,7 @@ class Collectives:
     def alltoall(self, send, recv=None, *, team: TeamLike = "world", stream: Any = None, max_ctas: int = 0):
         """Block j of `send` to team rank j. Returns `recv` (default: a new 1-D array)."""
         if recv is None:
-            recv = _empty(send, _size(send))
+            recv = _empty(send, _size(send, "alltoall", "send"))
         w = self._wires("alltoall", stream, send, recv)
         self._c.alltoall(w.of(send), w.of(recv), team, _stream_of(send, stream), max_ctas)
         w.write_back(recv)
@@ -256,7 +263,7 @@ class Collectives:
         team-rank order. Returns `recv` on the root (default: a new 1-D array), None elsewhere."""
         rank, n = self._team_rank_size(team)
         self._check_root(root, n, "gather")
-        c = _size(send)
+        c = _size(send, "gather", "send")
         if rank == root and recv is None:
             recv = _empty(send, c * n)
         out = recv if rank == root else _empty(send, 0)
@@ -272,9 +279,9 @@ class Collectives:
         `send` is read on the root only (None elsewhere). Returns `recv`."""
         rank, n = self._team_rank_size(team)
         self._check_root(root, n, "scatter")
-        c = _size(recv)
+        c = _size(recv, "scatter", "recv")
         if rank == root:
-            if send is None or _size(send) != c * n:
+            if send is None or _size(send, "scatter", "send") != c * n:
                 raise _invalid("scatter", "send", f"on the root it must hold {n} x {c} elements (team size x recv's "
                                f"size), got {None if send is None else _size(send)}")
         src = send if rank == root else _empty(recv, 0)
@@ -293,7 +300,7 @@ class Collectives:
         counts = [int(c) for c in counts]
         if len(counts) != n:
             raise _invalid("allgatherv", "counts", f"needs one entry per team rank ({n}), got {len(counts)}")
-        if counts[rank] != _size(send):
+        if counts[rank] != _size(send, "allgatherv", "send"):
             raise _invalid("allgatherv", "counts", f"entry {rank} (this PE) is {counts[rank]}, send holds "
                            f"{_size(send)} elements")
         displs = [sum(counts[:j]) for j in range(n)]
@@ -332,14 +339,14 @@ class Collectives:
         alltoallv (each member sends sum(counts) elements and receives team size x counts[r]),
         then team size - 1 local combinations of counts[r] elements."""
         rank, n = self._team_rank_size(team)
-        counts = self._check_counts("reduce_scatterv", counts, n, _size(send))
+        counts = self._check_counts("reduce_scatterv", counts, n, _size(send, "reduce_scatterv", "send"))
         op = _dt.canonical_op(op)
         _dt.check_reduction("reduce_scatterv", op, send, _invalid)
         self._check_local_stream("reduce_scatterv", send, stream)
         mine = counts[rank]
         if recv is None:
             recv = _empty(send, mine)
-        elif _size(recv) != mine:
+        elif _size(recv, "reduce_scatterv", "recv") != mine:
             raise _invalid("reduce_scatterv", "recv", f"has {_size(recv)} elements, counts[{rank}] is {mine}")
         _dt.same_dtype("reduce_scatterv", send, recv)
         blocks = _empty(send, mine * n)
@@ -381,7 +388,7 @@ class Collectives:
             self._check_local_stream(call, send, stream)
             wide, wide_op = _dt.widening(send, op)
             ws = _dt.widen(send, wide)
-            wr = ws if recv is send else _dt.empty_as(send, _size(recv), wide)
+            wr = ws if recv is send else _dt.empty_as(send, _size(recv, call, "recv"), wide)
             native(ws, wr, wide_op)
             if defined:
                 _dt.narrow_into(recv, wr)
@@ -416,7 +423,7 @@ class Collectives:
             raise _invalid(call, "op", f"'avg' is not a prefix reduction (sum, prod, min, max, band, bor, bxor), "
                            f"type {_dt.dtype_name(send)}")
         _dt.check_reduction(call, op, send, _invalid)
-        if _size(recv) != _size(send):
+        if _size(recv, call, "recv") != _size(send, call, "send"):
             raise _invalid(call, "recv", f"has {_size(recv)} elements, send has {_size(send)}")
         _dt.same_dtype(call, send, recv)
         self._check_local_stream(call, send, stream)

@@ -116,6 +116,13 @@ SCRIPT = textwrap.dedent("""
                     raise AssertionError(f"a {what} array was accepted")
                 except gpucomm.Error as e:
                     assert "send" in str(e) and "not C-contiguous" in str(e), e
+            # What is not an array at all is refused naming the call and the argument.
+            for call, args in [("allgather", (None,)), ("reduce_scatter", ([1, 2],)), ("alltoall", (3,))]:
+                try:
+                    getattr(coll, call)(*args)
+                    raise AssertionError(f"{call} accepted {args[0]!r}")
+                except gpucomm.InvalidArgumentError as e:
+                    assert f"Collectives.{call}: argument 'send'" in str(e) and "must be an array" in str(e), e
             # Displacements whose block would wrap past 2^64 are refused, not written out of bounds.
             try:
                 coll.alltoallv(send, counts, [2**64 - 1] + displs[1:], recv, rc, rd)

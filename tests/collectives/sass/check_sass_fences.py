@@ -67,6 +67,18 @@ def find_tool(name: str, explicit: str | None = None) -> str | None:
     return None
 
 
+def cuda_tools(nvcc_arg: str | None) -> tuple[str, str] | None:
+    """(nvcc, cuobjdump), or None after printing 'SKIPPED: <reason>' when one is missing."""
+    nvcc, cuobjdump = find_tool("nvcc", nvcc_arg), find_tool("cuobjdump")
+    if not nvcc:
+        print("SKIPPED: nvcc not found (install the CUDA toolkit)")
+        return None
+    if not cuobjdump:
+        print("SKIPPED: cuobjdump not found (scripts/setup.sh installs nvidia-cuda-cuobjdump from PyPI)")
+        return None
+    return nvcc, cuobjdump
+
+
 def functions(sass: str) -> dict[str, list[tuple[int, str]]]:
     """kernel name (demangled tail) -> [(address, instruction)]."""
     out: dict[str, list[tuple[int, str]]] = {}
@@ -108,14 +120,10 @@ def main() -> int:
     ap.add_argument("--include", default=str(ROOT / "include"))
     ap.add_argument("--keep", default=None, help="keep the cubin and the SASS in this folder")
     a = ap.parse_args()
-    nvcc = find_tool("nvcc", a.nvcc)
-    cuobjdump = find_tool("cuobjdump")
-    if not nvcc:
-        print("SKIPPED: nvcc not found (install the CUDA toolkit)")
+    tools = cuda_tools(a.nvcc)
+    if not tools:
         return 0
-    if not cuobjdump:
-        print("SKIPPED: cuobjdump not found (scripts/setup.sh installs nvidia-cuda-cuobjdump from PyPI)")
-        return 0
+    nvcc, cuobjdump = tools
     env = dict(os.environ)
     nvdisasm = find_tool("nvdisasm")
     if nvdisasm:

@@ -24,7 +24,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "collectives" / "sass"))
-from check_sass_fences import INSN, find_tool  # noqa: E402
+from check_sass_fences import INSN, cuda_tools  # noqa: E402
 
 KERNELS = ("ep_send_thread", "ep_send_warp")
 FENCE = re.compile(r"\bMEMBAR\b")
@@ -59,13 +59,10 @@ def main() -> int:
     ap.add_argument("--include", default=str(ROOT / "include"))
     ap.add_argument("--keep", default=None, help="keep the cubin and the SASS in this folder")
     a = ap.parse_args()
-    nvcc, cuobjdump = find_tool("nvcc", a.nvcc), find_tool("cuobjdump")
-    if not nvcc:
-        print("SKIPPED: nvcc not found (install the CUDA toolkit)")
+    tools = cuda_tools(a.nvcc)
+    if not tools:
         return 0
-    if not cuobjdump:
-        print("SKIPPED: cuobjdump not found (scripts/setup.sh installs nvidia-cuda-cuobjdump from PyPI)")
-        return 0
+    nvcc, cuobjdump = tools
     work = a.keep or tempfile.mkdtemp(prefix="gpucomm-sass-")
     os.makedirs(work, exist_ok=True)
     cubin = os.path.join(work, "ep_send_kernels.cubin")
