@@ -18,9 +18,9 @@
 
 namespace coll = gpucomm::coll;
 
-__global__ void __launch_bounds__(256) minimal_collective(const __grid_constant__ gpucomm::DeviceHandle h,
-                                                          const __grid_constant__ coll::CollHandle ch, float* x,
-                                                          size_t n) {
+__global__ void __launch_bounds__(256)
+    minimal_collective(const __grid_constant__ gpucomm::DeviceHandle h, const __grid_constant__ coll::CollHandle ch,
+                       float* x, size_t n) {
 #if GPUCOMM_TEST_CALL == 1
   coll::device::barrier(GPUCOMM_TEST_LEVEL{}, h, ch);
 #elif GPUCOMM_TEST_CALL == 2
