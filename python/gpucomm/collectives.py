@@ -83,13 +83,43 @@ def _on_device(x: Any) -> bool:
     return where is not None and int(where()[0]) != 1
 
 
+def _argument_error(method: Callable, args: tuple, kwargs: dict, error: TypeError) -> Exception:
+    """The InvalidArgumentError for a call the extension refused by its argument types (nanobind's
+    "incompatible function arguments"): the first argument whose value does not have the type the
+    method's signature names (int or str), with what was given."""
+    import inspect
+    sig = inspect.signature(method)
+    bound = sig.bind(*args, **kwargs)
+    for name, p in sig.parameters.items():
+        if name not in bound.arguments:
+            continue
+        value, want = bound.arguments[name], str(p.annotation)
+        if want == "int":
+            try:
+                if not isinstance(value, bool):
+                    operator.index(value)
+                    continue
+            except TypeError:
+                pass
+            return _invalid(method.__name__, name, f"must be an int, got {type(value).__name__} {value!r}")
+        if want == "str" and not isinstance(value, str):
+            return _invalid(method.__name__, name, f"must be a str, got {type(value).__name__} {value!r}")
+    return _invalid(method.__name__, "arguments", str(error).splitlines()[0])
+
+
 def _settled(method: Callable) -> Callable:
     """A blocking call first waits for the nonblocking requests made before it (one collective per
-    team at a time, in call order)."""
+    team at a time, in call order). An argument of the wrong type raises InvalidArgumentError
+    naming it (checked only when the extension refused the call: nothing on the way of a good one)."""
     @functools.wraps(method)
     def call(self, *args, **kwargs):
         self._requests.drain()
-        return method(self, *args, **kwargs)
+        try:
+            return method(self, *args, **kwargs)
+        except TypeError as e:
+            if "incompatible function arguments" not in str(e):
+                raise
+            raise _argument_error(method, (self, *args), kwargs, e) from None
     return call
 
 

@@ -123,6 +123,15 @@ SCRIPT = textwrap.dedent("""
                     raise AssertionError(f"{call} accepted {args[0]!r}")
                 except gpucomm.InvalidArgumentError as e:
                     assert f"Collectives.{call}: argument 'send'" in str(e) and "must be an array" in str(e), e
+            # A scalar of the wrong type: one line naming the argument, not the extension's signature dump.
+            for call, kw, arg, want in [("broadcast", {"root": "x"}, "root", "an int"),
+                                        ("allreduce", {"op": 5}, "op", "a str"),
+                                        ("allgather", {"max_ctas": 1.5}, "max_ctas", "an int")]:
+                try:
+                    getattr(coll, call)(mk(np.ones(4, np.float32)), **kw)
+                    raise AssertionError(f"{call} accepted {kw}")
+                except gpucomm.InvalidArgumentError as e:
+                    assert f"Collectives.{call}: argument '{arg}': must be {want}" in str(e), e
             # Displacements whose block would wrap past 2^64 are refused, not written out of bounds.
             try:
                 coll.alltoallv(send, counts, [2**64 - 1] + displs[1:], recv, rc, rd)
