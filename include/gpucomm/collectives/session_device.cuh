@@ -74,7 +74,8 @@ class Session {
                 "a collective session is a warp's or a block's");
 
  public:
-  // Every thread of the group constructs it (a group barrier and one load of the lane words).
+  // Every thread of the group constructs it: the leader loads the lane words once and broadcasts
+  // them (two group barriers); on teams the lane does not serve it holds nothing.
   __device__ Session(Coop c, const DeviceHandle& h, const CollHandle& ch) : c_(c), h_(h), ch_(ch) {
     gpucomm::detail::check_handle(h, DeviceOp::wait_until);
     gpucomm::detail::check_team(h, ch.team, DeviceOp::team_barrier);
